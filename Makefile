@@ -1,0 +1,33 @@
+# Quick start: `make run` serves on http://127.0.0.1:8765/mcp, `make test` runs every check.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+
+.PHONY: run serve-stdio test lint typecheck unit clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/mcp-memory-server --transport http
+
+serve-stdio: $(STAMP)
+	$(BIN)/mcp-memory-server
+
+lint: $(STAMP)
+	$(BIN)/ruff check mcp_memory_server tests benchmarks
+	$(BIN)/ruff format --check mcp_memory_server tests benchmarks
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+unit: $(STAMP)
+	$(BIN)/python -m pytest
+
+test: lint typecheck unit
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,31 @@
+"""mcp-memory-server: one persistent long-term memory that every MCP client can share."""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from .config import Config
+from .errors import InvalidInput, MemoryServerError, NotFound, StoreError
+from .models import ForgetResult, Hit, ListResult, Memory, RecallResult, RememberResult, Stats
+from .segmenter import Segmenter
+from .service import MemoryService
+from .store import Store
+
+__all__ = [
+    "Config",
+    "ForgetResult",
+    "Hit",
+    "InvalidInput",
+    "ListResult",
+    "Memory",
+    "MemoryServerError",
+    "MemoryService",
+    "NotFound",
+    "RecallResult",
+    "RememberResult",
+    "Segmenter",
+    "Stats",
+    "Store",
+    "StoreError",
+    "__version__",
+]

@@ -1,0 +1,149 @@
+"""The `mcp-memory-server` command: serve (the default), stats and search."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+
+from . import __version__
+from .config import ENV_VARS, Config
+from .errors import MemoryServerError
+from .segmenter import Segmenter
+from .service import MemoryService
+from .store import Store
+
+__all__ = ["main"]
+
+log = logging.getLogger("mcp_memory_server")
+
+_DESCRIPTION = """\
+One persistent long-term memory for every MCP client (Claude Desktop, Claude Code, Cursor,
+VS Code, any agent), with Chinese and English search.
+
+With no command it serves MCP over stdio, which is what MCP clients start it for."""
+
+_EPILOG = "environment:\n" + "\n".join(f"  {v.name:<32} {v.description}" for v in ENV_VARS) + """
+
+examples:
+  mcp-memory-server                          serve over stdio (for MCP clients)
+  mcp-memory-server --transport http         serve on http://127.0.0.1:8765/mcp
+  mcp-memory-server search "咖啡"             what would recall return?
+  mcp-memory-server stats                    counts, database path and size"""
+
+
+def _common(defaults: bool) -> argparse.ArgumentParser:
+    # Subcommand parsers must not reset options given before the subcommand: they default to
+    # SUPPRESS, and only the top-level parser carries real defaults.
+    d: Any = None if defaults else argparse.SUPPRESS
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument("--db", metavar="PATH", default=d,
+                        help="SQLite database file (default: $MCP_MEMORY_DB or the platform data dir)")
+    parent.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], type=str.upper,
+                        default=d, help="log level of stderr messages (default: INFO)")
+    return parent
+
+
+def _serve_options(parser: argparse.ArgumentParser, defaults: bool) -> None:
+    def d(value: Any) -> Any:
+        return value if defaults else argparse.SUPPRESS
+
+    parser.add_argument("--transport", choices=["stdio", "http"], default=d("stdio"),
+                        help="stdio (default) or streamable HTTP")
+    parser.add_argument("--host", default=d("127.0.0.1"), help="HTTP bind address (default: 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=d(8765), help="HTTP port (default: 8765)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mcp-memory-server", description=_DESCRIPTION, epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter, parents=[_common(True)])
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    _serve_options(parser, True)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    serve = commands.add_parser("serve", parents=[_common(False)], help="serve MCP (the default)")
+    _serve_options(serve, False)
+    commands.add_parser("stats", parents=[_common(False)], help="print counts, database path and size as JSON")
+    search = commands.add_parser("search", parents=[_common(False)],
+                                 help="run the retriever on a query, as recall would (does not count as access)")
+    search.add_argument("query", help="the query, Chinese or English")
+    search.add_argument("--limit", type=int, default=5, help="hits to show, 1-50 (default: 5)")
+    search.add_argument("--category", help="only this category")
+    search.add_argument("--json", action="store_true", help="print the full result as JSON")
+    return parser
+
+
+def _configure_logging(level: str) -> None:
+    # stderr only: in stdio mode stdout is the protocol channel.
+    logging.basicConfig(level=level, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        config = Config.from_env(db_path=args.db, log_level=args.log_level)
+        _configure_logging(config.log_level)
+        if args.command == "stats":
+            return anyio.run(_stats, config)
+        if args.command == "search":
+            return anyio.run(_search, config, args)
+        return _serve(config, args.transport, args.host, args.port)
+    except MemoryServerError as exc:
+        print(f"mcp-memory-server: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+def _serve(config: Config, transport: str, host: str, port: int) -> int:
+    from .server import build_server  # imports mcp: only when serving
+
+    log.info("mcp-memory-server %s, memory database: %s", __version__, config.db_path)
+    server = build_server(config)
+    if transport == "stdio":
+        anyio.run(server.run_stdio_async)
+        return 0
+    url = f"http://{host}:{port}/mcp"
+    log.info("serving MCP over streamable HTTP at %s", url)
+    log.info("try it: npx @modelcontextprotocol/inspector, then connect with transport "
+             "'Streamable HTTP' and URL %s", url)
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        log.warning("listening on %s: anyone who can reach this address can read and change "
+                    "the memories", host)
+
+    async def run() -> None:
+        await server.run_streamable_http_async(host=host, port=port, streamable_http_path="/mcp")
+
+    anyio.run(run)
+    return 0
+
+
+async def _stats(config: Config) -> int:
+    async with Store(config, Segmenter(config.cache_dir)) as store:
+        stats = await MemoryService(store).stats()
+    print(stats.model_dump_json(indent=2))
+    return 0
+
+
+async def _search(config: Config, args: argparse.Namespace) -> int:
+    async with Store(config, Segmenter(config.cache_dir)) as store:
+        result = await MemoryService(store).recall(
+            query=args.query, limit=args.limit, category=args.category, track_access=False)
+    if args.json:
+        print(result.model_dump_json(indent=2))
+        return 0
+    print(f"keywords: {', '.join(result.keywords) or '(none)'}   stage: {result.stage}")
+    for hit in result.hits:
+        b = hit.breakdown
+        print(f"{hit.id:>10}  {hit.score:.3f}  [{hit.category}] {hit.content}")
+        print(f"{'':>10}  keyword {b.keyword:.2f} category {b.category:.2f} recency {b.recency:.2f} "
+              f"frequency {b.frequency:.2f} confidence {b.confidence:.2f} topic x{b.topic_boost:.1f}")
+    if not result.hits:
+        print("no memories match")
+    return 0

@@ -1,0 +1,31 @@
+"""The errors this package raises, worded for the person or model that reads them.
+
+    MemoryServerError            base of everything below
+    ├── InvalidInput             an argument is out of bounds or malformed; nothing was changed
+    ├── NotFound                 a memory id (or other named thing) does not exist
+    └── StoreError               the database could not complete an operation (locked too long,
+                                 corrupt, unwritable); nothing was half-applied
+
+Service functions raise these; the MCP layer turns them into `isError` tool results and the CLI
+into a one-line message and a non-zero exit status.
+"""
+
+from __future__ import annotations
+
+__all__ = ["InvalidInput", "MemoryServerError", "NotFound", "StoreError"]
+
+
+class MemoryServerError(Exception):
+    """Base class of every error raised on purpose by mcp-memory-server."""
+
+
+class InvalidInput(MemoryServerError):
+    """An argument is out of bounds or malformed; nothing was changed."""
+
+
+class NotFound(MemoryServerError):
+    """The memory (or other named object) does not exist."""
+
+
+class StoreError(MemoryServerError):
+    """The database could not complete the operation; nothing was half-applied."""

@@ -1,0 +1,170 @@
+"""Pydantic types at the boundaries: what tools return, what the store hands back."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "CATEGORY_PATTERN",
+    "KNOWN_CATEGORIES",
+    "SOURCE_ALIASES",
+    "Breakdown",
+    "Draft",
+    "ForgetResult",
+    "Hit",
+    "ListResult",
+    "Memory",
+    "RecallResult",
+    "RememberAction",
+    "RememberResult",
+    "SessionState",
+    "Source",
+    "Stage",
+    "Stats",
+    "Tier",
+]
+
+Tier = Literal["core", "working"]
+Source = Literal["user", "assistant", "both", "system", "manual", "inferred"]
+Stage = Literal["fts", "like", "none"]
+RememberAction = Literal["created", "updated", "merged", "unchanged"]
+OrderBy = Literal["updated", "created", "importance", "accessed"]
+
+KNOWN_CATEGORIES: tuple[str, ...] = (
+    "identity", "preference", "decision", "fact", "insight", "todo", "correction", "skill",
+    "relationship", "project_state", "pattern", "event", "note", "profile", "context",
+    "desktop_sop", "ui_templates", "user_preferences", "error_patterns", "coding_style",
+    "workflow_history",
+)
+CATEGORY_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
+
+# The seeds name sources in several ways; all of them mean one of `Source`.
+SOURCE_ALIASES: dict[str, Source] = {
+    "用户输入": "user",
+    "用户": "user",
+    "user_stated": "user",
+    "ai输出": "assistant",
+    "ai": "assistant",
+    "agent": "assistant",
+    "系统": "system",
+    "手动": "manual",
+    "推断": "inferred",
+}
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Memory(_Model):
+    """One stored memory."""
+
+    id: str = Field(description="Stable id such as mem_12; pass it back to forget or update.")
+    content: str = Field(description="Self-contained natural-language text.")
+    key: str | None = Field(description="Stable slot such as user.city, if any.")
+    category: str
+    tier: Tier
+    importance: float
+    confidence: float
+    source: Source
+    tags: list[str]
+    session_id: str | None
+    client: str | None = Field(description="The MCP client that wrote it, from its clientInfo.")
+    created_at: datetime
+    updated_at: datetime
+    last_accessed: datetime
+    access_count: int
+
+
+class Draft(_Model):
+    """A memory to be written, already validated and normalised by the service."""
+
+    content: str
+    key: str | None = None
+    category: str = "fact"
+    tier: Tier = "core"
+    importance: float = 0.5
+    confidence: float = 0.8
+    source: Source = "user"
+    tags: tuple[str, ...] = ()
+    session_id: str | None = None
+    client: str | None = None
+
+
+class RememberResult(_Model):
+    id: str = Field(description="Id of the memory written or matched.")
+    action: RememberAction = Field(
+        description="created: new memory; updated: same key, new value (old value kept in history); "
+        "merged: near-identical memory in the same category was updated instead of duplicated; "
+        "unchanged: identical memory already stored."
+    )
+    memory: Memory
+    detail: str = Field(description="One sentence saying what happened.")
+
+
+class Breakdown(_Model):
+    keyword: float = Field(description="BM25 relevance normalised to 0-1 (LIKE stage: share of keywords found).")
+    category: float = Field(description="Category weight.")
+    recency: float = Field(description="exp(-ln2/half_life x days since last access).")
+    frequency: float = Field(description="log(access_count+1)/log(max+1) over the candidates.")
+    confidence: float
+    topic_boost: float = Field(description="1.0, or the topic boost when related to the session topic.")
+
+
+class Hit(_Model):
+    id: str
+    content: str
+    category: str
+    key: str | None
+    tags: list[str]
+    importance: float
+    confidence: float
+    source: Source
+    created_at: datetime
+    updated_at: datetime
+    score: float
+    breakdown: Breakdown
+
+
+class RecallResult(_Model):
+    query: str
+    keywords: list[str] = Field(description="Keywords searched for, after segmentation and stopwords.")
+    stage: Stage = Field(description="fts: full-text index; like: substring fallback; none: no keywords or no hit.")
+    hits: list[Hit]
+
+
+class ForgetResult(_Model):
+    deleted: list[str]
+    not_found: list[str]
+
+
+class ListResult(_Model):
+    total: int = Field(description="Memories matching the filters, across all pages.")
+    items: list[Memory]
+    next_cursor: str | None = Field(description="Pass as cursor for the next page; null on the last page.")
+
+
+class SessionState(_Model):
+    session_id: str
+    current_topic: str | None
+    context_variables: dict[str, object]
+    turn_count: int
+    last_emotion: str | None
+    created_at: datetime
+    updated_at: datetime
+
+
+class Stats(_Model):
+    total: int
+    by_category: dict[str, int]
+    by_tier: dict[str, int]
+    sessions: int
+    db_path: str
+    db_bytes: int
+    schema_version: int
+    oldest: datetime | None
+    newest: datetime | None

@@ -1,0 +1,75 @@
+"""The database schema as ordered migrations; each is applied once, in one transaction, and
+recorded in `schema_migrations`. Never edit a released migration: add the next one."""
+
+from __future__ import annotations
+
+__all__ = ["MIGRATIONS", "Migration"]
+
+Migration = tuple[int, str, tuple[str, ...]]
+
+MIGRATIONS: tuple[Migration, ...] = (
+    (
+        1,
+        "memories, history, sessions, full-text index",
+        (
+            """CREATE TABLE memories (
+                seq           INTEGER PRIMARY KEY AUTOINCREMENT,  -- id is 'mem_' || seq; never reused
+                namespace     TEXT NOT NULL DEFAULT '',
+                content       TEXT NOT NULL,
+                key           TEXT,
+                category      TEXT NOT NULL,
+                tier          TEXT NOT NULL CHECK (tier IN ('core', 'working')),
+                importance    REAL NOT NULL CHECK (importance BETWEEN 0 AND 1),
+                confidence    REAL NOT NULL CHECK (confidence BETWEEN 0 AND 1),
+                source        TEXT NOT NULL,
+                tags          TEXT NOT NULL DEFAULT '[]',          -- JSON array of strings
+                session_id    TEXT,
+                client        TEXT,
+                content_hash  TEXT NOT NULL,                       -- of the normalised content
+                created_at    TEXT NOT NULL,                       -- ISO 8601, UTC
+                updated_at    TEXT NOT NULL,
+                last_accessed TEXT NOT NULL,
+                access_count  INTEGER NOT NULL DEFAULT 0
+            )""",
+            "CREATE UNIQUE INDEX memories_key ON memories (namespace, key) WHERE key IS NOT NULL",
+            "CREATE INDEX memories_hash ON memories (namespace, category, content_hash)",
+            "CREATE INDEX memories_updated ON memories (namespace, updated_at, seq)",
+            "CREATE INDEX memories_created ON memories (namespace, created_at, seq)",
+            "CREATE INDEX memories_accessed ON memories (namespace, last_accessed, seq)",
+            "CREATE INDEX memories_importance ON memories (namespace, importance, seq)",
+            "CREATE INDEX memories_category ON memories (namespace, category, updated_at)",
+            """CREATE TABLE memory_history (
+                seq         INTEGER PRIMARY KEY,
+                memory_seq  INTEGER NOT NULL REFERENCES memories (seq) ON DELETE CASCADE,
+                content     TEXT NOT NULL,
+                key         TEXT,
+                category    TEXT NOT NULL,
+                importance  REAL NOT NULL,
+                confidence  REAL NOT NULL,
+                tags        TEXT NOT NULL,
+                source      TEXT NOT NULL,
+                reason      TEXT NOT NULL,                          -- updated | merged
+                changed_at  TEXT NOT NULL
+            )""",
+            "CREATE INDEX memory_history_memory ON memory_history (memory_seq, seq)",
+            """CREATE TABLE sessions (
+                namespace         TEXT NOT NULL DEFAULT '',
+                session_id        TEXT NOT NULL,
+                current_topic     TEXT,
+                context_variables TEXT NOT NULL DEFAULT '{}',
+                turn_count        INTEGER NOT NULL DEFAULT 0,
+                last_emotion      TEXT,
+                created_at        TEXT NOT NULL,
+                updated_at        TEXT NOT NULL,
+                PRIMARY KEY (namespace, session_id)
+            )""",
+            # Pre-segmented text (jieba words separated by spaces): unicode61 alone would index
+            # 我喜欢用Python写代码 as one token. rowid = memories.seq; kept in sync by the store in
+            # the same transaction as every write.
+            """CREATE VIRTUAL TABLE memory_fts USING fts5 (
+                content, key, tags, category, tokenize = 'unicode61 remove_diacritics 2'
+            )""",
+            "CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
+        ),
+    ),
+)

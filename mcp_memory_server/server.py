@@ -1,0 +1,227 @@
+"""The MCP surface, and the only module that imports `mcp`: tools, resources and prompts are thin
+wrappers that parse arguments, call one service function and return its pydantic model."""
+
+# No `from __future__ import annotations`: the SDK evaluates tool signatures, whose bounds
+# come from the Config in scope when the server is built.
+
+import logging
+from collections.abc import AsyncIterator, Awaitable
+from contextlib import asynccontextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, TypeVar
+
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
+from mcp_types import ToolAnnotations
+from pydantic import Field
+
+from . import __version__, prompts
+from .config import Config
+from .errors import MemoryServerError, NotFound
+from .models import ForgetResult, ListResult, RecallResult, RememberResult
+from .segmenter import Segmenter
+from .service import MemoryService
+from .store import Store
+from .validate import MAX_ID_LIST, MAX_KEY_CHARS, MAX_SESSION_CHARS
+
+__all__ = ["AppState", "build_server"]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+Ctx = Context["AppState"]
+
+SERVER_NAME = "mcp-memory-server"
+
+
+@dataclass(frozen=True)
+class AppState:
+    """What the lifespan opens once per process and every request uses."""
+
+    config: Config
+    store: Store
+    service: MemoryService
+
+
+# Static resources are called without a Context; this carries the lifespan state to them.
+_CURRENT: ContextVar[AppState] = ContextVar("mcp_memory_server_state")
+
+
+async def _carry_state(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+    token = _CURRENT.set(ctx.lifespan_context)
+    try:
+        return await call_next(ctx)
+    finally:
+        _CURRENT.reset(token)
+
+
+def _state(ctx: Ctx) -> AppState:
+    return ctx.request_context.lifespan_context
+
+
+def _client_name(ctx: Ctx) -> str | None:
+    params = ctx.session.client_params
+    return params.client_info.name if params is not None else None
+
+
+async def _tool(call: Awaitable[T]) -> T:
+    """Our own errors become `isError` results with their message; anything else is a bug and is
+    reported by the SDK as an internal error with a logged traceback."""
+    try:
+        return await call
+    except MemoryServerError as exc:
+        raise ToolError(str(exc)) from exc
+
+
+async def _resource(call: Awaitable[T]) -> T:
+    try:
+        return await call
+    except NotFound as exc:
+        raise ResourceNotFoundError(str(exc)) from exc
+    except MemoryServerError as exc:
+        raise ResourceError(str(exc)) from exc
+
+
+def build_server(config: Config, segmenter: Segmenter | None = None) -> MCPServer[AppState]:
+    """A ready-to-run server; the database opens when it starts, jieba loads in the background."""
+    seg = segmenter or Segmenter(config.cache_dir)
+
+    @asynccontextmanager
+    async def lifespan(_: MCPServer[AppState]) -> AsyncIterator[AppState]:
+        seg.start()
+        async with Store(config, seg) as store:
+            yield AppState(config=config, store=store, service=MemoryService(store))
+
+    server: MCPServer[AppState] = MCPServer(
+        SERVER_NAME,
+        title="Memory",
+        description="Persistent long-term memory shared by every MCP client; Chinese and English search.",
+        instructions=prompts.INSTRUCTIONS,
+        version=__version__,
+        lifespan=lifespan,
+        log_level=config.log_level,  # type: ignore[arg-type]
+        middleware=[_carry_state],
+    )
+    _add_tools(server, config)
+    _add_resources(server)
+    _add_prompts(server)
+    return server
+
+
+def _add_tools(server: MCPServer[AppState], config: Config) -> None:
+    tag_item = Annotated[str, Field(min_length=1, max_length=config.max_tag_chars)]
+    session_arg = Annotated[str | None, Field(
+        max_length=MAX_SESSION_CHARS, description="Conversation id, to tie working memory to a session.")]
+
+    @server.tool(annotations=ToolAnnotations(
+        title="Remember", read_only_hint=False, destructive_hint=False, idempotent_hint=True))
+    async def remember(
+        ctx: Ctx,
+        content: Annotated[str, Field(min_length=1, max_length=config.max_content_chars, description=(
+            "One self-contained fact in the user's language, understandable without this "
+            "conversation, e.g. 'The user drinks a latte every morning' or '用户每天早上喝一杯拿铁'."))],
+        category: Annotated[str, Field(max_length=40, description=(
+            "lower_snake category: identity, preference, decision, fact, insight, todo, correction, "
+            "skill, relationship, project_state, event, note, or your own."))] = "fact",
+        key: Annotated[str | None, Field(max_length=MAX_KEY_CHARS, description=(
+            "Optional stable slot such as user.city; remembering the same key again replaces the "
+            "value and keeps the old one in history."))] = None,
+        importance: Annotated[float, Field(ge=0, le=1, description="0.0-1.0; 0.9+ only for core facts.")] = 0.5,
+        confidence: Annotated[float, Field(ge=0, le=1, description="0.0-1.0: how sure this is true.")] = 0.8,
+        tags: Annotated[list[tag_item], Field(max_length=config.max_tags, description="Short labels.")] = [],  # noqa: B006
+        source: Annotated[str, Field(max_length=20, description=(
+            "Who said it: user, assistant, both, system, manual or inferred."))] = "user",
+        tier: Annotated[Literal["core", "working"], Field(description=(
+            "core: long-term; working: only for the current session."))] = "core",
+        session_id: session_arg = None,
+    ) -> RememberResult:
+        """Store one memory. Same key updates it in place; near-identical content in the same
+        category is merged instead of duplicated. The result's action says which happened."""
+        return await _tool(_state(ctx).service.remember(
+            content=content, category=category, key=key, importance=importance, confidence=confidence,
+            tags=tags, source=source, tier=tier, session_id=session_id, client=_client_name(ctx)))
+
+    @server.tool(annotations=ToolAnnotations(title="Recall", read_only_hint=True, open_world_hint=False))
+    async def recall(
+        ctx: Ctx,
+        query: Annotated[str, Field(min_length=1, max_length=config.max_query_chars, description=(
+            "What to look for: key words or the user's question, Chinese or English, e.g. "
+            "'咖啡' or 'which editor do I use'."))],
+        limit: Annotated[int, Field(ge=1, le=50, description="Most hits to return.")] = config.default_limit,
+        category: Annotated[str | None, Field(max_length=40, description="Only this category.")] = None,
+        tags: Annotated[list[tag_item] | None, Field(
+            max_length=config.max_tags, description="Only memories carrying all these tags.")] = None,
+        session_id: session_arg = None,
+    ) -> RecallResult:
+        """Find the memories most relevant to a query, best first, each with its score breakdown.
+        Records that the returned memories were used."""
+        return await _tool(_state(ctx).service.recall(
+            query=query, limit=limit, category=category, tags=tags, session_id=session_id))
+
+    @server.tool(annotations=ToolAnnotations(
+        title="Forget", read_only_hint=False, destructive_hint=True, idempotent_hint=True))
+    async def forget(
+        ctx: Ctx,
+        ids: Annotated[list[Annotated[str, Field(max_length=40)]], Field(
+            min_length=1, max_length=MAX_ID_LIST, description="Ids to delete, e.g. ['mem_12'].")],
+    ) -> ForgetResult:
+        """Delete memories permanently, with their history and index entries."""
+        return await _tool(_state(ctx).service.forget(ids))
+
+    @server.tool(name="list", annotations=ToolAnnotations(title="List memories", read_only_hint=True))
+    async def list_memories(
+        ctx: Ctx,
+        category: Annotated[str | None, Field(max_length=40, description="Only this category.")] = None,
+        tier: Annotated[Literal["core", "working"] | None, Field(description="Only this tier.")] = None,
+        tags: Annotated[list[tag_item] | None, Field(
+            max_length=config.max_tags, description="Only memories carrying all these tags.")] = None,
+        order_by: Annotated[Literal["updated", "created", "importance", "accessed"], Field(
+            description="Newest first by this field.")] = "updated",
+        limit: Annotated[int, Field(ge=1, le=200, description="Page size.")] = 20,
+        cursor: Annotated[str | None, Field(
+            max_length=400, description="next_cursor of the previous page.")] = None,
+    ) -> ListResult:
+        """Browse memories page by page, without a query."""
+        return await _tool(_state(ctx).service.list(
+            category=category, tier=tier, tags=tags, order_by=order_by, limit=limit, cursor=cursor))
+
+
+def _add_resources(server: MCPServer[AppState]) -> None:
+    @server.resource("memory://memories/{id}", mime_type="application/json",
+                     description="One memory with all its fields and the history of its values.")
+    async def memory_resource(id: str, ctx: Ctx) -> str:
+        service = _state(ctx).service
+        memory = await _resource(service.get(id))
+        history = await _resource(service.history(memory.id))
+        return memory.model_dump_json(indent=2)[:-2] + ',\n  "history": ' + _json(history) + "\n}"
+
+    @server.resource("memory://categories/{category}", mime_type="application/json",
+                     description="The 200 most recently updated memories of one category.")
+    async def category_resource(category: str, ctx: Ctx) -> str:
+        page = await _resource(_state(ctx).service.list(category=category, limit=200))
+        return page.model_dump_json(indent=2)
+
+    @server.resource("memory://stats", mime_type="application/json",
+                     description="Counts by category and tier, database path and size.")
+    async def stats_resource() -> str:
+        stats = await _resource(_CURRENT.get().service.stats())
+        return stats.model_dump_json(indent=2)
+
+
+def _json(value: object) -> str:
+    import json
+
+    return json.dumps(value, ensure_ascii=False, indent=2)
+
+
+def _add_prompts(server: MCPServer[AppState]) -> None:
+    @server.prompt(title="Extract memories", description=(
+        "Ask the model which memories one user/assistant exchange holds; answers JSON "
+        "{memories: [{content, category, importance, source}]}, empty for small talk."))
+    def extract_memories(
+        user_message: Annotated[str, Field(description="What the user said.")],
+        assistant_message: Annotated[str, Field(description="What the assistant answered.")],
+    ) -> str:
+        return prompts.extract_memories(user_message, assistant_message)

@@ -1,0 +1,123 @@
+"""Input normalisation shared by every write path: each check names the field and the limit, and
+runs before anything is written, so bad input changes nothing."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+from typing import cast, get_args
+
+from .config import Config
+from .errors import InvalidInput
+from .models import CATEGORY_PATTERN, SOURCE_ALIASES, Draft, Source, Tier
+from .tokens import normalize
+
+__all__ = ["MAX_ID_LIST", "MAX_KEY_CHARS", "MAX_SESSION_CHARS", "category", "draft", "key", "session_id",
+           "source", "tags", "text"]
+
+MAX_KEY_CHARS = 200
+MAX_SESSION_CHARS = 200
+MAX_ID_LIST = 200
+_SEPARATORS = re.compile(r"[\s\-./]+")
+
+
+def _clean(value: str) -> str:
+    """Control characters out (NUL included), surrounding whitespace trimmed; text otherwise kept."""
+    return "".join(ch for ch in value if ch in "\n\t" or unicodedata.category(ch) != "Cc").strip()
+
+
+def text(value: str, *, field: str, limit: int) -> str:
+    cleaned = _clean(value)
+    if not cleaned:
+        raise InvalidInput(f"{field} is empty; give the text to remember.")
+    if len(cleaned) > limit:
+        raise InvalidInput(
+            f"{field} is {len(cleaned):,} characters; the limit is {limit:,}. "
+            "Split it into several self-contained memories."
+        )
+    return cleaned
+
+
+def category(value: str) -> str:
+    """Lower_snake category; 'Project State' and 'project-state' become project_state."""
+    name = _SEPARATORS.sub("_", normalize(value).strip().lower()).strip("_")
+    if not CATEGORY_PATTERN.match(name):
+        raise InvalidInput(
+            f"category {value!r} is not valid: use a lower_snake name of letters, digits and "
+            "underscores starting with a letter (at most 40), such as preference or project_state."
+        )
+    return name
+
+
+def key(value: str | None) -> str | None:
+    if value is None:
+        return None
+    cleaned = _clean(value)
+    if not cleaned:
+        return None
+    if len(cleaned) > MAX_KEY_CHARS:
+        raise InvalidInput(f"key is {len(cleaned)} characters; the limit is {MAX_KEY_CHARS}.")
+    return cleaned
+
+
+def source(value: str) -> Source:
+    name = _clean(value).lower()
+    name = SOURCE_ALIASES.get(name, name)
+    allowed = get_args(Source)
+    if name not in allowed:
+        raise InvalidInput(f"source {value!r} is not one of {', '.join(allowed)}.")
+    return cast(Source, name)
+
+
+def tier(value: str) -> Tier:
+    if value not in get_args(Tier):
+        raise InvalidInput(f"tier {value!r} is not one of core, working.")
+    return cast(Tier, value)
+
+
+def tags(values: Iterable[str] | None, config: Config) -> tuple[str, ...]:
+    """Trimmed, lower-cased, de-duplicated; at most `max_tags` of at most `max_tag_chars` each."""
+    result: list[str] = []
+    for raw in values or ():
+        tag = " ".join(normalize(_clean(raw)).lower().split())
+        if not tag:
+            continue
+        if len(tag) > config.max_tag_chars:
+            raise InvalidInput(f"tag {tag[:20]!r}... is {len(tag)} characters; the limit is {config.max_tag_chars}.")
+        if tag not in result:
+            result.append(tag)
+    if len(result) > config.max_tags:
+        raise InvalidInput(f"{len(result)} tags given; the limit is {config.max_tags}.")
+    return tuple(result)
+
+
+def session_id(value: str | None) -> str | None:
+    if value is None:
+        return None
+    cleaned = _clean(value)
+    if not cleaned:
+        return None
+    if len(cleaned) > MAX_SESSION_CHARS:
+        raise InvalidInput(f"session_id is {len(cleaned)} characters; the limit is {MAX_SESSION_CHARS}.")
+    return cleaned
+
+
+def unit(value: float, field: str) -> float:
+    if not 0.0 <= value <= 1.0:  # also rejects NaN
+        raise InvalidInput(f"{field} must be between 0.0 and 1.0, got {value}.")
+    return float(value)
+
+
+def draft(config: Config, *, content: str, category_name: str = "fact", key_name: str | None = None,
+          importance: float = 0.5, confidence: float = 0.8, tag_list: Iterable[str] | None = None,
+          source_name: str = "user", tier_name: str = "core", session: str | None = None,
+          client: str | None = None) -> Draft:
+    """Everything `remember` accepts, checked and normalised in one place."""
+    return Draft(
+        content=text(content, field="content", limit=config.max_content_chars),
+        key=key(key_name), category=category(category_name), tier=tier(tier_name),
+        importance=unit(importance, "importance"), confidence=unit(confidence, "confidence"),
+        source=source(source_name), tags=tags(tag_list, config), session_id=session_id(session),
+        client=_clean(client)[:100] or None if client else None,
+    )
