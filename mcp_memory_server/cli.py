@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 from collections.abc import Sequence
@@ -28,13 +27,17 @@ VS Code, any agent), with Chinese and English search.
 
 With no command it serves MCP over stdio, which is what MCP clients start it for."""
 
-_EPILOG = "environment:\n" + "\n".join(f"  {v.name:<32} {v.description}" for v in ENV_VARS) + """
+_EPILOG = (
+    "environment:\n"
+    + "\n".join(f"  {v.name:<32} {v.description}" for v in ENV_VARS)
+    + """
 
 examples:
   mcp-memory-server                          serve over stdio (for MCP clients)
   mcp-memory-server --transport http         serve on http://127.0.0.1:8765/mcp
   mcp-memory-server search "咖啡"             what would recall return?
   mcp-memory-server stats                    counts, database path and size"""
+)
 
 
 def _common(defaults: bool) -> argparse.ArgumentParser:
@@ -42,10 +45,19 @@ def _common(defaults: bool) -> argparse.ArgumentParser:
     # SUPPRESS, and only the top-level parser carries real defaults.
     d: Any = None if defaults else argparse.SUPPRESS
     parent = argparse.ArgumentParser(add_help=False)
-    parent.add_argument("--db", metavar="PATH", default=d,
-                        help="SQLite database file (default: $MCP_MEMORY_DB or the platform data dir)")
-    parent.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], type=str.upper,
-                        default=d, help="log level of stderr messages (default: INFO)")
+    parent.add_argument(
+        "--db",
+        metavar="PATH",
+        default=d,
+        help="SQLite database file (default: $MCP_MEMORY_DB or the platform data dir)",
+    )
+    parent.add_argument(
+        "--log-level",
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        type=str.upper,
+        default=d,
+        help="log level of stderr messages (default: INFO)",
+    )
     return parent
 
 
@@ -53,24 +65,32 @@ def _serve_options(parser: argparse.ArgumentParser, defaults: bool) -> None:
     def d(value: Any) -> Any:
         return value if defaults else argparse.SUPPRESS
 
-    parser.add_argument("--transport", choices=["stdio", "http"], default=d("stdio"),
-                        help="stdio (default) or streamable HTTP")
+    parser.add_argument(
+        "--transport", choices=["stdio", "http"], default=d("stdio"), help="stdio (default) or streamable HTTP"
+    )
     parser.add_argument("--host", default=d("127.0.0.1"), help="HTTP bind address (default: 127.0.0.1)")
     parser.add_argument("--port", type=int, default=d(8765), help="HTTP port (default: 8765)")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="mcp-memory-server", description=_DESCRIPTION, epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter, parents=[_common(True)])
+        prog="mcp-memory-server",
+        description=_DESCRIPTION,
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        parents=[_common(True)],
+    )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     _serve_options(parser, True)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     serve = commands.add_parser("serve", parents=[_common(False)], help="serve MCP (the default)")
     _serve_options(serve, False)
     commands.add_parser("stats", parents=[_common(False)], help="print counts, database path and size as JSON")
-    search = commands.add_parser("search", parents=[_common(False)],
-                                 help="run the retriever on a query, as recall would (does not count as access)")
+    search = commands.add_parser(
+        "search",
+        parents=[_common(False)],
+        help="run the retriever on a query, as recall would (does not count as access)",
+    )
     search.add_argument("query", help="the query, Chinese or English")
     search.add_argument("--limit", type=int, default=5, help="hits to show, 1-50 (default: 5)")
     search.add_argument("--category", help="only this category")
@@ -80,8 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _configure_logging(level: str) -> None:
     # stderr only: in stdio mode stdout is the protocol channel.
-    logging.basicConfig(level=level, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -111,11 +130,11 @@ def _serve(config: Config, transport: str, host: str, port: int) -> int:
         return 0
     url = f"http://{host}:{port}/mcp"
     log.info("serving MCP over streamable HTTP at %s", url)
-    log.info("try it: npx @modelcontextprotocol/inspector, then connect with transport "
-             "'Streamable HTTP' and URL %s", url)
+    log.info(
+        "try it: npx @modelcontextprotocol/inspector, then connect with transport 'Streamable HTTP' and URL %s", url
+    )
     if host not in ("127.0.0.1", "localhost", "::1"):
-        log.warning("listening on %s: anyone who can reach this address can read and change "
-                    "the memories", host)
+        log.warning("listening on %s: anyone who can reach this address can read and change the memories", host)
 
     async def run() -> None:
         await server.run_streamable_http_async(host=host, port=port, streamable_http_path="/mcp")
@@ -134,7 +153,8 @@ async def _stats(config: Config) -> int:
 async def _search(config: Config, args: argparse.Namespace) -> int:
     async with Store(config, Segmenter(config.cache_dir)) as store:
         result = await MemoryService(store).recall(
-            query=args.query, limit=args.limit, category=args.category, track_access=False)
+            query=args.query, limit=args.limit, category=args.category, track_access=False
+        )
     if args.json:
         print(result.model_dump_json(indent=2))
         return 0
@@ -142,8 +162,10 @@ async def _search(config: Config, args: argparse.Namespace) -> int:
     for hit in result.hits:
         b = hit.breakdown
         print(f"{hit.id:>10}  {hit.score:.3f}  [{hit.category}] {hit.content}")
-        print(f"{'':>10}  keyword {b.keyword:.2f} category {b.category:.2f} recency {b.recency:.2f} "
-              f"frequency {b.frequency:.2f} confidence {b.confidence:.2f} topic x{b.topic_boost:.1f}")
+        print(
+            f"{'':>10}  keyword {b.keyword:.2f} category {b.category:.2f} recency {b.recency:.2f} "
+            f"frequency {b.frequency:.2f} confidence {b.confidence:.2f} topic x{b.topic_boost:.1f}"
+        )
     if not result.hits:
         print("no memories match")
     return 0

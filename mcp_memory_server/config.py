@@ -86,8 +86,16 @@ class Config:
 
     def validate(self) -> None:
         """Reject settings that would make the server misbehave, naming the setting."""
-        for name in ("max_content_chars", "max_query_chars", "max_tags", "max_tag_chars",
-                     "max_keywords", "candidate_limit", "default_limit", "busy_timeout_ms"):
+        for name in (
+            "max_content_chars",
+            "max_query_chars",
+            "max_tags",
+            "max_tag_chars",
+            "max_keywords",
+            "candidate_limit",
+            "default_limit",
+            "busy_timeout_ms",
+        ):
             if getattr(self, name) < 1:
                 raise InvalidInput(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.half_life_days <= 0:
@@ -190,27 +198,71 @@ class EnvVar:
 
 
 ENV_VARS: tuple[EnvVar, ...] = (
-    EnvVar("MCP_MEMORY_DB", "db_path", Path, "platform data dir/mcp-memory-server/memory.db",
-           "Path of the SQLite database file (created if missing)."),
-    EnvVar("MCP_MEMORY_CACHE_DIR", "cache_dir", Path, "platform cache dir/mcp-memory-server",
-           "Directory for re-creatable caches (the Chinese segmenter's dictionary)."),
-    EnvVar("MCP_MEMORY_MAX_CONTENT", "max_content_chars", _positive_int, "2000",
-           "Longest memory content accepted, in characters; longer input is an error."),
-    EnvVar("MCP_MEMORY_MAX_QUERY", "max_query_chars", _positive_int, "2000",
-           "Longest recall query accepted, in characters."),
-    EnvVar("MCP_MEMORY_CANDIDATES", "candidate_limit", _positive_int, "50",
-           "Candidates the retriever scores per query."),
-    EnvVar("MCP_MEMORY_HALF_LIFE_DAYS", "half_life_days", _positive_float, "7",
-           "Half-life of the recency score, in days since last access."),
-    EnvVar("MCP_MEMORY_WEIGHTS", "weights", _weights,
-           "keyword=0.4,category=0.2,recency=0.15,frequency=0.1,confidence=0.15",
-           "Weights of the final score."),
-    EnvVar("MCP_MEMORY_CATEGORY_WEIGHTS", "category_weights", _category_weights,
-           "preference=1.5,fact=1.2,pattern=1.0", "Category weights (others weigh 1.0)."),
-    EnvVar("MCP_MEMORY_TOPIC_BOOST", "topic_boost", _positive_float, "1.3",
-           "Score multiplier for memories related to the session's current topic."),
-    EnvVar("MCP_MEMORY_DUPLICATE_THRESHOLD", "duplicate_threshold", _positive_float, "0.85",
-           "Similarity (0-1) above which new content in the same category updates the old memory."),
-    EnvVar("MCP_MEMORY_LOG_LEVEL", "log_level", _log_level, "INFO",
-           "Log level of the messages written to stderr."),
+    EnvVar(
+        "MCP_MEMORY_DB",
+        "db_path",
+        Path,
+        "platform data dir/mcp-memory-server/memory.db",
+        "Path of the SQLite database file (created if missing).",
+    ),
+    EnvVar(
+        "MCP_MEMORY_CACHE_DIR",
+        "cache_dir",
+        Path,
+        "platform cache dir/mcp-memory-server",
+        "Directory for re-creatable caches (the Chinese segmenter's dictionary).",
+    ),
+    EnvVar(
+        "MCP_MEMORY_MAX_CONTENT",
+        "max_content_chars",
+        _positive_int,
+        "2000",
+        "Longest memory content accepted, in characters; longer input is an error.",
+    ),
+    EnvVar(
+        "MCP_MEMORY_MAX_QUERY",
+        "max_query_chars",
+        _positive_int,
+        "2000",
+        "Longest recall query accepted, in characters.",
+    ),
+    EnvVar(
+        "MCP_MEMORY_CANDIDATES", "candidate_limit", _positive_int, "50", "Candidates the retriever scores per query."
+    ),
+    EnvVar(
+        "MCP_MEMORY_HALF_LIFE_DAYS",
+        "half_life_days",
+        _positive_float,
+        "7",
+        "Half-life of the recency score, in days since last access.",
+    ),
+    EnvVar(
+        "MCP_MEMORY_WEIGHTS",
+        "weights",
+        _weights,
+        "keyword=0.4,category=0.2,recency=0.15,frequency=0.1,confidence=0.15",
+        "Weights of the final score.",
+    ),
+    EnvVar(
+        "MCP_MEMORY_CATEGORY_WEIGHTS",
+        "category_weights",
+        _category_weights,
+        "preference=1.5,fact=1.2,pattern=1.0",
+        "Category weights (others weigh 1.0).",
+    ),
+    EnvVar(
+        "MCP_MEMORY_TOPIC_BOOST",
+        "topic_boost",
+        _positive_float,
+        "1.3",
+        "Score multiplier for memories related to the session's current topic.",
+    ),
+    EnvVar(
+        "MCP_MEMORY_DUPLICATE_THRESHOLD",
+        "duplicate_threshold",
+        _positive_float,
+        "0.85",
+        "Similarity (0-1) above which new content in the same category updates the old memory.",
+    ),
+    EnvVar("MCP_MEMORY_LOG_LEVEL", "log_level", _log_level, "INFO", "Log level of the messages written to stderr."),
 )

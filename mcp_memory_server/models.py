@@ -35,9 +35,26 @@ RememberAction = Literal["created", "updated", "merged", "unchanged"]
 OrderBy = Literal["updated", "created", "importance", "accessed"]
 
 KNOWN_CATEGORIES: tuple[str, ...] = (
-    "identity", "preference", "decision", "fact", "insight", "todo", "correction", "skill",
-    "relationship", "project_state", "pattern", "event", "note", "profile", "context",
-    "desktop_sop", "ui_templates", "user_preferences", "error_patterns", "coding_style",
+    "identity",
+    "preference",
+    "decision",
+    "fact",
+    "insight",
+    "todo",
+    "correction",
+    "skill",
+    "relationship",
+    "project_state",
+    "pattern",
+    "event",
+    "note",
+    "profile",
+    "context",
+    "desktop_sop",
+    "ui_templates",
+    "user_preferences",
+    "error_patterns",
+    "coding_style",
     "workflow_history",
 )
 CATEGORY_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,39}$")

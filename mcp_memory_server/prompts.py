@@ -25,8 +25,16 @@ When the user asks you to forget something, find it with `recall` or `list` and 
 `forget`; deletion is permanent."""
 
 EXTRACTION_CATEGORIES: tuple[str, ...] = (
-    "identity", "preference", "decision", "fact", "insight", "todo", "correction", "skill",
-    "relationship", "project_state",
+    "identity",
+    "preference",
+    "decision",
+    "fact",
+    "insight",
+    "todo",
+    "correction",
+    "skill",
+    "relationship",
+    "project_state",
 )
 
 _CATEGORY_GUIDE = """\
@@ -94,6 +102,7 @@ _EXAMPLE = {
     ]
 }
 
+
 def extract_memories(user_message: str, assistant_message: str) -> str:
     """The extraction prompt for one exchange (seed 004's deep channel, in our words)."""
     return _EXTRACTION.format(
@@ -102,4 +111,3 @@ def extract_memories(user_message: str, assistant_message: str) -> str:
         assistant_message=assistant_message.strip(),
         example=json.dumps(_EXAMPLE, ensure_ascii=False, indent=2),
     )
-

@@ -9,7 +9,8 @@ from datetime import datetime
 
 from .config import Config
 from .models import Breakdown, Hit, Memory, RecallResult, Stage
-from .store import Candidate, Store, parse_id, utcnow
+from .rows import Candidate, parse_id, utcnow
+from .store import Store
 from .tokens import fts_query, keywords, normalize
 
 __all__ = ["Scored", "extract_keywords", "recall", "score_candidates"]
@@ -35,8 +36,9 @@ def _related(memory: Memory, topic_terms: Sequence[str]) -> bool:
     return any(term in haystack for term in topic_terms)
 
 
-def score_candidates(candidates: Sequence[Candidate], config: Config, now: datetime,
-                     topic_terms: Sequence[str] = ()) -> list[Scored]:
+def score_candidates(
+    candidates: Sequence[Candidate], config: Config, now: datetime, topic_terms: Sequence[str] = ()
+) -> list[Scored]:
     """Stage 3: the weighted sum of SPEC 3.3 with its parts, sorted best first (stage 4)."""
     if not candidates:
         return []
@@ -53,18 +55,43 @@ def score_candidates(candidates: Sequence[Candidate], config: Config, now: datet
         recency = math.exp(-decay * days)
         frequency = 0.5 if max_access <= 1 else math.log(m.access_count + 1) / math.log(max_access + 1)
         boost = config.topic_boost if topic_terms and _related(m, topic_terms) else 1.0
-        total = (w.keyword * keyword + w.category * category + w.recency * recency
-                 + w.frequency * frequency + w.confidence * m.confidence) * boost
-        scored.append(Scored(m, total, Breakdown(
-            keyword=round(keyword, 4), category=category, recency=round(recency, 4),
-            frequency=round(frequency, 4), confidence=m.confidence, topic_boost=boost)))
+        total = (
+            w.keyword * keyword
+            + w.category * category
+            + w.recency * recency
+            + w.frequency * frequency
+            + w.confidence * m.confidence
+        ) * boost
+        scored.append(
+            Scored(
+                m,
+                total,
+                Breakdown(
+                    keyword=round(keyword, 4),
+                    category=category,
+                    recency=round(recency, 4),
+                    frequency=round(frequency, 4),
+                    confidence=m.confidence,
+                    topic_boost=boost,
+                ),
+            )
+        )
     scored.sort(key=lambda s: (s.score, s.memory.updated_at), reverse=True)
     return scored
 
 
-async def recall(store: Store, config: Config, query: str, *, limit: int, category: str | None = None,
-                 tags: Sequence[str] | None = None, session_id: str | None = None,
-                 now: datetime | None = None, track_access: bool = True) -> RecallResult:
+async def recall(
+    store: Store,
+    config: Config,
+    query: str,
+    *,
+    limit: int,
+    category: str | None = None,
+    tags: Sequence[str] | None = None,
+    session_id: str | None = None,
+    now: datetime | None = None,
+    track_access: bool = True,
+) -> RecallResult:
     """Run all four stages and record the access of what is returned."""
     now = now or utcnow()
     terms = await extract_keywords(store, query, config.max_keywords)
@@ -90,10 +117,20 @@ async def recall(store: Store, config: Config, query: str, *, limit: int, catego
     if track_access:
         await store.touch([s for s in (parse_id(x.memory.id) for x in top) if s is not None], now)
     hits = [
-        Hit(id=s.memory.id, content=s.memory.content, category=s.memory.category, key=s.memory.key,
-            tags=s.memory.tags, importance=s.memory.importance, confidence=s.memory.confidence,
-            source=s.memory.source, created_at=s.memory.created_at, updated_at=s.memory.updated_at,
-            score=round(s.score, 4), breakdown=s.breakdown)
+        Hit(
+            id=s.memory.id,
+            content=s.memory.content,
+            category=s.memory.category,
+            key=s.memory.key,
+            tags=s.memory.tags,
+            importance=s.memory.importance,
+            confidence=s.memory.confidence,
+            source=s.memory.source,
+            created_at=s.memory.created_at,
+            updated_at=s.memory.updated_at,
+            score=round(s.score, 4),
+            breakdown=s.breakdown,
+        )
         for s in top
     ]
     return RecallResult(query=query, keywords=terms, stage=stage, hits=hits)

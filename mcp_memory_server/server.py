@@ -112,60 +112,114 @@ def build_server(config: Config, segmenter: Segmenter | None = None) -> MCPServe
 
 def _add_tools(server: MCPServer[AppState], config: Config) -> None:
     tag_item = Annotated[str, Field(min_length=1, max_length=config.max_tag_chars)]
-    session_arg = Annotated[str | None, Field(
-        max_length=MAX_SESSION_CHARS, description="Conversation id, to tie working memory to a session.")]
+    session_arg = Annotated[
+        str | None,
+        Field(max_length=MAX_SESSION_CHARS, description="Conversation id, to tie working memory to a session."),
+    ]
 
-    @server.tool(annotations=ToolAnnotations(
-        title="Remember", read_only_hint=False, destructive_hint=False, idempotent_hint=True))
+    @server.tool(
+        annotations=ToolAnnotations(
+            title="Remember", read_only_hint=False, destructive_hint=False, idempotent_hint=True
+        )
+    )
     async def remember(
         ctx: Ctx,
-        content: Annotated[str, Field(min_length=1, max_length=config.max_content_chars, description=(
-            "One self-contained fact in the user's language, understandable without this "
-            "conversation, e.g. 'The user drinks a latte every morning' or '用户每天早上喝一杯拿铁'."))],
-        category: Annotated[str, Field(max_length=40, description=(
-            "lower_snake category: identity, preference, decision, fact, insight, todo, correction, "
-            "skill, relationship, project_state, event, note, or your own."))] = "fact",
-        key: Annotated[str | None, Field(max_length=MAX_KEY_CHARS, description=(
-            "Optional stable slot such as user.city; remembering the same key again replaces the "
-            "value and keeps the old one in history."))] = None,
+        content: Annotated[
+            str,
+            Field(
+                min_length=1,
+                max_length=config.max_content_chars,
+                description=(
+                    "One self-contained fact in the user's language, understandable without this "
+                    "conversation, e.g. 'The user drinks a latte every morning' or '用户每天早上喝一杯拿铁'."
+                ),
+            ),
+        ],
+        category: Annotated[
+            str,
+            Field(
+                max_length=40,
+                description=(
+                    "lower_snake category: identity, preference, decision, fact, insight, todo, correction, "
+                    "skill, relationship, project_state, event, note, or your own."
+                ),
+            ),
+        ] = "fact",
+        key: Annotated[
+            str | None,
+            Field(
+                max_length=MAX_KEY_CHARS,
+                description=(
+                    "Optional stable slot such as user.city; remembering the same key again replaces the "
+                    "value and keeps the old one in history."
+                ),
+            ),
+        ] = None,
         importance: Annotated[float, Field(ge=0, le=1, description="0.0-1.0; 0.9+ only for core facts.")] = 0.5,
         confidence: Annotated[float, Field(ge=0, le=1, description="0.0-1.0: how sure this is true.")] = 0.8,
         tags: Annotated[list[tag_item], Field(max_length=config.max_tags, description="Short labels.")] = [],  # noqa: B006
-        source: Annotated[str, Field(max_length=20, description=(
-            "Who said it: user, assistant, both, system, manual or inferred."))] = "user",
-        tier: Annotated[Literal["core", "working"], Field(description=(
-            "core: long-term; working: only for the current session."))] = "core",
+        source: Annotated[
+            str, Field(max_length=20, description=("Who said it: user, assistant, both, system, manual or inferred."))
+        ] = "user",
+        tier: Annotated[
+            Literal["core", "working"], Field(description=("core: long-term; working: only for the current session."))
+        ] = "core",
         session_id: session_arg = None,
     ) -> RememberResult:
         """Store one memory. Same key updates it in place; near-identical content in the same
         category is merged instead of duplicated. The result's action says which happened."""
-        return await _tool(_state(ctx).service.remember(
-            content=content, category=category, key=key, importance=importance, confidence=confidence,
-            tags=tags, source=source, tier=tier, session_id=session_id, client=_client_name(ctx)))
+        return await _tool(
+            _state(ctx).service.remember(
+                content=content,
+                category=category,
+                key=key,
+                importance=importance,
+                confidence=confidence,
+                tags=tags,
+                source=source,
+                tier=tier,
+                session_id=session_id,
+                client=_client_name(ctx),
+            )
+        )
 
     @server.tool(annotations=ToolAnnotations(title="Recall", read_only_hint=True, open_world_hint=False))
     async def recall(
         ctx: Ctx,
-        query: Annotated[str, Field(min_length=1, max_length=config.max_query_chars, description=(
-            "What to look for: key words or the user's question, Chinese or English, e.g. "
-            "'咖啡' or 'which editor do I use'."))],
+        query: Annotated[
+            str,
+            Field(
+                min_length=1,
+                max_length=config.max_query_chars,
+                description=(
+                    "What to look for: key words or the user's question, Chinese or English, e.g. "
+                    "'咖啡' or 'which editor do I use'."
+                ),
+            ),
+        ],
         limit: Annotated[int, Field(ge=1, le=50, description="Most hits to return.")] = config.default_limit,
         category: Annotated[str | None, Field(max_length=40, description="Only this category.")] = None,
-        tags: Annotated[list[tag_item] | None, Field(
-            max_length=config.max_tags, description="Only memories carrying all these tags.")] = None,
+        tags: Annotated[
+            list[tag_item] | None,
+            Field(max_length=config.max_tags, description="Only memories carrying all these tags."),
+        ] = None,
         session_id: session_arg = None,
     ) -> RecallResult:
         """Find the memories most relevant to a query, best first, each with its score breakdown.
         Records that the returned memories were used."""
-        return await _tool(_state(ctx).service.recall(
-            query=query, limit=limit, category=category, tags=tags, session_id=session_id))
+        return await _tool(
+            _state(ctx).service.recall(query=query, limit=limit, category=category, tags=tags, session_id=session_id)
+        )
 
-    @server.tool(annotations=ToolAnnotations(
-        title="Forget", read_only_hint=False, destructive_hint=True, idempotent_hint=True))
+    @server.tool(
+        annotations=ToolAnnotations(title="Forget", read_only_hint=False, destructive_hint=True, idempotent_hint=True)
+    )
     async def forget(
         ctx: Ctx,
-        ids: Annotated[list[Annotated[str, Field(max_length=40)]], Field(
-            min_length=1, max_length=MAX_ID_LIST, description="Ids to delete, e.g. ['mem_12'].")],
+        ids: Annotated[
+            list[Annotated[str, Field(max_length=40)]],
+            Field(min_length=1, max_length=MAX_ID_LIST, description="Ids to delete, e.g. ['mem_12']."),
+        ],
     ) -> ForgetResult:
         """Delete memories permanently, with their history and index entries."""
         return await _tool(_state(ctx).service.forget(ids))
@@ -175,36 +229,50 @@ def _add_tools(server: MCPServer[AppState], config: Config) -> None:
         ctx: Ctx,
         category: Annotated[str | None, Field(max_length=40, description="Only this category.")] = None,
         tier: Annotated[Literal["core", "working"] | None, Field(description="Only this tier.")] = None,
-        tags: Annotated[list[tag_item] | None, Field(
-            max_length=config.max_tags, description="Only memories carrying all these tags.")] = None,
-        order_by: Annotated[Literal["updated", "created", "importance", "accessed"], Field(
-            description="Newest first by this field.")] = "updated",
+        tags: Annotated[
+            list[tag_item] | None,
+            Field(max_length=config.max_tags, description="Only memories carrying all these tags."),
+        ] = None,
+        order_by: Annotated[
+            Literal["updated", "created", "importance", "accessed"], Field(description="Newest first by this field.")
+        ] = "updated",
         limit: Annotated[int, Field(ge=1, le=200, description="Page size.")] = 20,
-        cursor: Annotated[str | None, Field(
-            max_length=400, description="next_cursor of the previous page.")] = None,
+        cursor: Annotated[str | None, Field(max_length=400, description="next_cursor of the previous page.")] = None,
     ) -> ListResult:
         """Browse memories page by page, without a query."""
-        return await _tool(_state(ctx).service.list(
-            category=category, tier=tier, tags=tags, order_by=order_by, limit=limit, cursor=cursor))
+        return await _tool(
+            _state(ctx).service.list_memories(
+                category=category, tier=tier, tags=tags, order_by=order_by, limit=limit, cursor=cursor
+            )
+        )
 
 
 def _add_resources(server: MCPServer[AppState]) -> None:
-    @server.resource("memory://memories/{id}", mime_type="application/json",
-                     description="One memory with all its fields and the history of its values.")
+    @server.resource(
+        "memory://memories/{id}",
+        mime_type="application/json",
+        description="One memory with all its fields and the history of its values.",
+    )
     async def memory_resource(id: str, ctx: Ctx) -> str:
         service = _state(ctx).service
         memory = await _resource(service.get(id))
         history = await _resource(service.history(memory.id))
         return memory.model_dump_json(indent=2)[:-2] + ',\n  "history": ' + _json(history) + "\n}"
 
-    @server.resource("memory://categories/{category}", mime_type="application/json",
-                     description="The 200 most recently updated memories of one category.")
+    @server.resource(
+        "memory://categories/{category}",
+        mime_type="application/json",
+        description="The 200 most recently updated memories of one category.",
+    )
     async def category_resource(category: str, ctx: Ctx) -> str:
-        page = await _resource(_state(ctx).service.list(category=category, limit=200))
+        page = await _resource(_state(ctx).service.list_memories(category=category, limit=200))
         return page.model_dump_json(indent=2)
 
-    @server.resource("memory://stats", mime_type="application/json",
-                     description="Counts by category and tier, database path and size.")
+    @server.resource(
+        "memory://stats",
+        mime_type="application/json",
+        description="Counts by category and tier, database path and size.",
+    )
     async def stats_resource() -> str:
         stats = await _resource(_CURRENT.get().service.stats())
         return stats.model_dump_json(indent=2)
@@ -217,9 +285,13 @@ def _json(value: object) -> str:
 
 
 def _add_prompts(server: MCPServer[AppState]) -> None:
-    @server.prompt(title="Extract memories", description=(
-        "Ask the model which memories one user/assistant exchange holds; answers JSON "
-        "{memories: [{content, category, importance, source}]}, empty for small talk."))
+    @server.prompt(
+        title="Extract memories",
+        description=(
+            "Ask the model which memories one user/assistant exchange holds; answers JSON "
+            "{memories: [{content, category, importance, source}]}, empty for small talk."
+        ),
+    )
     def extract_memories(
         user_message: Annotated[str, Field(description="What the user said.")],
         assistant_message: Annotated[str, Field(description="What the assistant answered.")],

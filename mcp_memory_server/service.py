@@ -14,8 +14,10 @@ from .config import Config
 from .errors import InvalidInput, NotFound
 from .models import Draft, ForgetResult, ListResult, Memory, OrderBy, RecallResult, RememberResult, Stats
 from .retrieve import extract_keywords, recall
-from .store import Store, Tx, parse_id, utcnow
+from .rows import parse_id, utcnow
+from .store import Store
 from .tokens import fingerprint, fts_query, similarity
+from .tx import Tx
 
 __all__ = ["MemoryService"]
 
@@ -23,20 +25,29 @@ _NEAR_CANDIDATES = 10
 
 
 def _same_value(existing: Memory, draft: Draft) -> bool:
-    return (existing.content == draft.content and existing.category == draft.category
-            and existing.tier == draft.tier and existing.importance == draft.importance
-            and existing.confidence == draft.confidence and existing.source == draft.source
-            and tuple(existing.tags) == draft.tags and existing.key == draft.key)
+    return (
+        existing.content == draft.content
+        and existing.category == draft.category
+        and existing.tier == draft.tier
+        and existing.importance == draft.importance
+        and existing.confidence == draft.confidence
+        and existing.source == draft.source
+        and tuple(existing.tags) == draft.tags
+        and existing.key == draft.key
+    )
 
 
 def _merge(existing: Memory, draft: Draft) -> Draft:
     """New wording wins; tags are united; importance and confidence never go down in a merge."""
     tags = tuple(dict.fromkeys((*existing.tags, *draft.tags)))
-    return draft.model_copy(update={
-        "key": draft.key or existing.key, "tags": tags,
-        "importance": max(existing.importance, draft.importance),
-        "confidence": max(existing.confidence, draft.confidence),
-    })
+    return draft.model_copy(
+        update={
+            "key": draft.key or existing.key,
+            "tags": tags,
+            "importance": max(existing.importance, draft.importance),
+            "confidence": max(existing.confidence, draft.confidence),
+        }
+    )
 
 
 def _encode_cursor(order_by: str, last: tuple[Any, int]) -> str:
@@ -65,14 +76,34 @@ class MemoryService:
         self.store = store
         self.config: Config = store.config
 
-    async def remember(self, *, content: str, category: str = "fact", key: str | None = None,
-                       importance: float = 0.5, confidence: float = 0.8, tags: Sequence[str] | None = None,
-                       source: str = "user", tier: str = "core", session_id: str | None = None,
-                       client: str | None = None, now: datetime | None = None) -> RememberResult:
+    async def remember(
+        self,
+        *,
+        content: str,
+        category: str = "fact",
+        key: str | None = None,
+        importance: float = 0.5,
+        confidence: float = 0.8,
+        tags: Sequence[str] | None = None,
+        source: str = "user",
+        tier: str = "core",
+        session_id: str | None = None,
+        client: str | None = None,
+        now: datetime | None = None,
+    ) -> RememberResult:
         draft = validate.draft(
-            self.config, content=content, category_name=category, key_name=key, importance=importance,
-            confidence=confidence, tag_list=tags, source_name=source, tier_name=tier, session=session_id,
-            client=client)
+            self.config,
+            content=content,
+            category_name=category,
+            key_name=key,
+            importance=importance,
+            confidence=confidence,
+            tag_list=tags,
+            source_name=source,
+            tier_name=tier,
+            session=session_id,
+            client=client,
+        )
         now = now or utcnow()
         digest = fingerprint(draft.content)
         near_match = fts_query(await extract_keywords(self.store, draft.content, self.config.max_keywords))
@@ -88,12 +119,19 @@ class MemoryService:
                 seq = parse_id(existing.id)
                 assert seq is not None
                 if _same_value(existing, draft):
-                    return RememberResult(id=existing.id, action="unchanged", memory=existing,
-                                          detail=f"{existing.id} already holds this value for key {draft.key!r}.")
+                    return RememberResult(
+                        id=existing.id,
+                        action="unchanged",
+                        memory=existing,
+                        detail=f"{existing.id} already holds this value for key {draft.key!r}.",
+                    )
                 memory = await tx.replace(seq, draft, digest, now, "updated")
-                return RememberResult(id=memory.id, action="updated", memory=memory,
-                                      detail=f"Updated key {draft.key!r} in {memory.id}; the old value is kept "
-                                      "in its history.")
+                return RememberResult(
+                    id=memory.id,
+                    action="updated",
+                    memory=memory,
+                    detail=f"Updated key {draft.key!r} in {memory.id}; the old value is kept in its history.",
+                )
 
         def compatible(m: Memory) -> bool:
             return m.key is None or m.key == draft.key
@@ -102,13 +140,21 @@ class MemoryService:
         if twin is not None:
             merged = _merge(twin, draft.model_copy(update={"content": twin.content}))
             if _same_value(twin, merged.model_copy(update={"tier": twin.tier, "source": twin.source})):
-                return RememberResult(id=twin.id, action="unchanged", memory=twin,
-                                      detail=f"{twin.id} already holds this memory; nothing was changed.")
+                return RememberResult(
+                    id=twin.id,
+                    action="unchanged",
+                    memory=twin,
+                    detail=f"{twin.id} already holds this memory; nothing was changed.",
+                )
             seq = parse_id(twin.id)
             assert seq is not None
             memory = await tx.replace(seq, merged, digest, now, "merged")
-            return RememberResult(id=memory.id, action="merged", memory=memory,
-                                  detail=f"{memory.id} already held this memory; its tags and scores were merged.")
+            return RememberResult(
+                id=memory.id,
+                action="merged",
+                memory=memory,
+                detail=f"{memory.id} already held this memory; its tags and scores were merged.",
+            )
 
         best: tuple[float, Memory] | None = None
         for cand in await tx.similar_in_category(near_match, draft.category, _NEAR_CANDIDATES):
@@ -122,25 +168,41 @@ class MemoryService:
             seq = parse_id(near.id)
             assert seq is not None
             memory = await tx.replace(seq, _merge(near, draft), digest, now, "merged")
-            return RememberResult(id=memory.id, action="merged", memory=memory,
-                                  detail=f"Merged into {memory.id}, a near-identical {draft.category} memory "
-                                  f"(similarity {score:.2f}); the old wording is kept in its history.")
+            return RememberResult(
+                id=memory.id,
+                action="merged",
+                memory=memory,
+                detail=f"Merged into {memory.id}, a near-identical {draft.category} memory "
+                f"(similarity {score:.2f}); the old wording is kept in its history.",
+            )
 
         memory = await tx.insert(draft, digest, now)
         return RememberResult(id=memory.id, action="created", memory=memory, detail=f"Stored as {memory.id}.")
 
-    async def recall(self, *, query: str, limit: int | None = None, category: str | None = None,
-                     tags: Sequence[str] | None = None, session_id: str | None = None,
-                     track_access: bool = True) -> RecallResult:
+    async def recall(
+        self,
+        *,
+        query: str,
+        limit: int | None = None,
+        category: str | None = None,
+        tags: Sequence[str] | None = None,
+        session_id: str | None = None,
+        track_access: bool = True,
+    ) -> RecallResult:
         cleaned = validate.text(query, field="query", limit=self.config.max_query_chars)
         limit = self.config.default_limit if limit is None else limit
         if not 1 <= limit <= 50:
             raise InvalidInput(f"limit must be between 1 and 50, got {limit}.")
         return await recall(
-            self.store, self.config, cleaned, limit=limit,
+            self.store,
+            self.config,
+            cleaned,
+            limit=limit,
             category=validate.category(category) if category else None,
-            tags=validate.tags(tags, self.config) or None, session_id=validate.session_id(session_id),
-            track_access=track_access)
+            tags=validate.tags(tags, self.config) or None,
+            session_id=validate.session_id(session_id),
+            track_access=track_access,
+        )
 
     async def forget(self, ids: Sequence[str]) -> ForgetResult:
         if not ids:
@@ -151,20 +213,33 @@ class MemoryService:
         seqs = {i: parse_id(i) for i in wanted}
         async with self.store.transaction() as tx:
             deleted = set(await tx.delete([s for s in seqs.values() if s is not None]))
-        return ForgetResult(deleted=[i for i in wanted if seqs[i] in deleted],
-                            not_found=[i for i in wanted if seqs[i] not in deleted])
+        return ForgetResult(
+            deleted=[i for i in wanted if seqs[i] in deleted], not_found=[i for i in wanted if seqs[i] not in deleted]
+        )
 
-    async def list(self, *, category: str | None = None, tier: str | None = None,
-                   tags: Sequence[str] | None = None, order_by: OrderBy = "updated", limit: int = 20,
-                   cursor: str | None = None) -> ListResult:
+    async def list_memories(
+        self,
+        *,
+        category: str | None = None,
+        tier: str | None = None,
+        tags: Sequence[str] | None = None,
+        order_by: OrderBy = "updated",
+        limit: int = 20,
+        cursor: str | None = None,
+    ) -> ListResult:
         if not 1 <= limit <= 200:
             raise InvalidInput(f"limit must be between 1 and 200, got {limit}.")
         page = await self.store.list_page(
             category=validate.category(category) if category else None,
-            tier=validate.tier(tier) if tier else None, tags=validate.tags(tags, self.config) or None,
-            order_by=order_by, limit=limit, after=_decode_cursor(order_by, cursor) if cursor else None)
-        return ListResult(total=page.total, items=page.items,
-                          next_cursor=_encode_cursor(order_by, page.last) if page.last else None)
+            tier=validate.tier(tier) if tier else None,
+            tags=validate.tags(tags, self.config) or None,
+            order_by=order_by,
+            limit=limit,
+            after=_decode_cursor(order_by, cursor) if cursor else None,
+        )
+        return ListResult(
+            total=page.total, items=page.items, next_cursor=_encode_cursor(order_by, page.last) if page.last else None
+        )
 
     async def get(self, memory_id: str) -> Memory:
         seq = parse_id(memory_id)

@@ -5,7 +5,7 @@ Single characters need no entry: keywords shorter than two characters are droppe
 
 from __future__ import annotations
 
-__all__ = ["STOPWORDS"]
+__all__ = ["SINGLE_CHAR_STOPWORDS", "STOPWORDS"]
 
 _CHINESE = """
 一个 一些 一下 一直 一样 一般 一起 一点 一种 上面 下面 不是 不会 不能 不要 为了 为什么 之类 之前 之后
@@ -32,3 +32,11 @@ you your yours yourself yourselves tell know
 """
 
 STOPWORDS: frozenset[str] = frozenset(_CHINESE.split()) | frozenset(_ENGLISH.split())
+
+# Single Chinese characters that never start or continue an unknown word: when jieba splits an
+# out-of-vocabulary word such as 拿铁 into single characters, runs of characters not listed here
+# are joined back into one keyword.
+SINGLE_CHAR_STOPWORDS: frozenset[str] = frozenset(
+    "我你您他她它的了是在有和就不也都很到说要去会着看好这那么个们把被让给从向跟比为对与及或而但又还再"
+    "才只已将吗呢吧啊哦呀嘛啦一上下中里多少大小来过得地想能用做哪谁啥怎几每某各该此其之以于"
+)

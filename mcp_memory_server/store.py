@@ -9,8 +9,7 @@ import random
 import sqlite3
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import aiosqlite
@@ -18,82 +17,18 @@ import anyio
 
 from .config import Config
 from .errors import StoreError
-from .models import Draft, Memory, SessionState, Stats
+from .models import Memory, SessionState, Stats
+from .rows import BM25, M_COLUMNS, ORDER_COLUMNS, Candidate, Page, filters, iso, row_to_memory, utcnow
 from .schema import MIGRATIONS
 from .segmenter import Segmenter
 from .tokens import INDEX_VERSION, index_text, like_pattern
+from .tx import Tx
 
-__all__ = ["Candidate", "Page", "Store", "Tx", "memory_id", "parse_id", "utcnow"]
+__all__ = ["Store"]
+
+_BEGIN_ATTEMPTS = 8
 
 log = logging.getLogger(__name__)
-
-_COLUMNS = (
-    "seq, content, key, category, tier, importance, confidence, source, tags, session_id, client, "
-    "created_at, updated_at, last_accessed, access_count"
-)
-_M_COLUMNS = ", ".join("m." + c.strip() for c in _COLUMNS.split(","))
-_BM25 = "bm25(memory_fts, 1.0, 1.0, 1.0, 0.5)"  # content, key, tags, category
-_BEGIN_ATTEMPTS = 8
-_ORDER_COLUMNS = {"updated": "updated_at", "created": "created_at", "importance": "importance",
-                  "accessed": "last_accessed"}
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
-
-
-def _iso(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat(timespec="microseconds")
-
-
-def memory_id(seq: int) -> str:
-    return f"mem_{seq}"
-
-
-def parse_id(text: str) -> int | None:
-    """`mem_12` -> 12; anything else -> None (it cannot name a memory)."""
-    prefix, _, number = text.strip().partition("_")
-    if prefix != "mem" or not number.isascii() or not number.isdigit() or len(number) > 18:
-        return None
-    return int(number)
-
-
-def _row_to_memory(row: Sequence[Any]) -> Memory:
-    return Memory(
-        id=memory_id(row[0]), content=row[1], key=row[2], category=row[3], tier=row[4],
-        importance=row[5], confidence=row[6], source=row[7], tags=json.loads(row[8]),
-        session_id=row[9], client=row[10], created_at=datetime.fromisoformat(row[11]),
-        updated_at=datetime.fromisoformat(row[12]), last_accessed=datetime.fromisoformat(row[13]),
-        access_count=row[14],
-    )
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """A memory found by a search stage with its raw stage score (higher is better)."""
-
-    memory: Memory
-    raw: float
-
-
-@dataclass(frozen=True)
-class Page:
-    total: int
-    items: list[Memory]
-    last: tuple[Any, int] | None  # sort value and seq of the last item, for the next cursor
-
-
-def _filters(category: str | None, tags: Sequence[str] | None) -> tuple[str, list[Any]]:
-    sql, args = "", []
-    if category is not None:
-        sql += " AND m.category = ?"
-        args.append(category)
-    if tags:
-        # every requested tag must be present
-        sql += (" AND NOT EXISTS (SELECT 1 FROM json_each(?) AS want"
-                " WHERE want.value NOT IN (SELECT value FROM json_each(m.tags)))")
-        args.append(json.dumps(list(tags), ensure_ascii=False))
-    return sql, args
 
 
 class Store:
@@ -128,14 +63,11 @@ class Store:
             path.parent.mkdir(parents=True, exist_ok=True)
             # timeout = SQLite's busy timeout: another process holding the write lock makes us
             # wait up to this long instead of failing with "database is locked".
-            self._conn = await aiosqlite.connect(
-                path, timeout=self.config.busy_timeout_ms / 1000, isolation_level=None
-            )
+            self._conn = await aiosqlite.connect(path, timeout=self.config.busy_timeout_ms / 1000, isolation_level=None)
             # WAL: readers never block the writer and the writer never blocks readers, which is
             # what several clients on one file need. synchronous=NORMAL is durable across process
             # crashes in WAL mode; only an OS crash can lose the last commits.
-            for pragma in ("journal_mode = WAL", "synchronous = NORMAL", "foreign_keys = ON",
-                           "temp_store = MEMORY"):
+            for pragma in ("journal_mode = WAL", "synchronous = NORMAL", "foreign_keys = ON", "temp_store = MEMORY"):
                 await self._conn.execute(f"PRAGMA {pragma}")
             await self._migrate()
         except (sqlite3.Error, OSError) as exc:
@@ -156,16 +88,16 @@ class Store:
         for version, name, statements in MIGRATIONS:
             async with self._begin():
                 # Another process may have applied it while we waited for the write lock.
-                row = await (await conn.execute(
-                    "SELECT 1 FROM schema_migrations WHERE version = ?", (version,))).fetchone()
+                row = await (
+                    await conn.execute("SELECT 1 FROM schema_migrations WHERE version = ?", (version,))
+                ).fetchone()
                 if row is not None:
                     continue
                 for statement in statements:
                     await conn.execute(statement)
                 if version == 1:
                     await conn.execute("INSERT INTO meta VALUES ('index_version', ?)", (str(INDEX_VERSION),))
-                await conn.execute("INSERT INTO schema_migrations VALUES (?, ?, ?)",
-                                   (version, name, _iso(utcnow())))
+                await conn.execute("INSERT INTO schema_migrations VALUES (?, ?, ?)", (version, name, iso(utcnow())))
                 log.info("applied database migration %d: %s", version, name)
 
     async def schema_version(self) -> int:
@@ -205,7 +137,7 @@ class Store:
             await self._ensure_index()
             try:
                 async with self._begin():
-                    yield Tx(self)
+                    yield self._tx()
             except sqlite3.Error as exc:
                 raise StoreError(f"the write failed and was rolled back: {exc}") from exc
 
@@ -226,7 +158,7 @@ class Store:
         if row is None or row[0] != str(INDEX_VERSION):
             async with self._begin():
                 await conn.execute("DELETE FROM memory_fts")
-                rows = await conn.execute_fetchall("SELECT seq, content, key, tags, category FROM memories")
+                rows = list(await conn.execute_fetchall("SELECT seq, content, key, tags, category FROM memories"))
                 await conn.executemany(
                     "INSERT INTO memory_fts (rowid, content, key, tags, category) VALUES (?, ?, ?, ?, ?)",
                     [(r[0], *self._index_fields(r[1], r[2], json.loads(r[3]), r[4])) for r in rows],
@@ -235,60 +167,71 @@ class Store:
             log.info("rebuilt the full-text index for %d memories", len(rows))
         self._index_checked = True
 
+    def _tx(self) -> Tx:
+        return Tx(self.conn, self.namespace, self._index_fields)
+
     def _index_fields(self, content: str, key: str | None, tags: Iterable[str], category: str) -> tuple[str, ...]:
         cut = self.segmenter.cut_for_search
-        return (index_text(cut(content)), index_text(cut(key or "")),
-                index_text(cut(" ".join(tags))), category)
+        return (index_text(cut(content)), index_text(cut(key or "")), index_text(cut(" ".join(tags))), category)
 
     # ---- reads -------------------------------------------------------------------------------
 
     async def get(self, seq: int) -> Memory | None:
         async with self._read():
-            return await Tx(self).get(seq)
+            return await self._tx().get(seq)
 
     async def history(self, seq: int) -> list[dict[str, Any]]:
         async with self._read():
-            return await Tx(self).history(seq)
+            return await self._tx().history(seq)
 
     async def get_many(self, seqs: Sequence[int]) -> list[Memory]:
         async with self._read():
-            return await Tx(self).get_many(seqs)
+            return await self._tx().get_many(seqs)
 
-    async def search_fts(self, match: str, limit: int, category: str | None = None,
-                         tags: Sequence[str] | None = None) -> list[Candidate]:
+    async def search_fts(
+        self, match: str, limit: int, category: str | None = None, tags: Sequence[str] | None = None
+    ) -> list[Candidate]:
         """Candidates by BM25; `raw` is -bm25 (higher is better)."""
-        where, args = _filters(category, tags)
+        where, args = filters(category, tags)
         await self.segmenter.wait()
         async with self._read() as conn:
             await self._ensure_index()
             rows = await conn.execute_fetchall(
-                f"SELECT {_M_COLUMNS}, {_BM25} AS rank FROM memory_fts JOIN memories m ON m.seq = memory_fts.rowid "
+                f"SELECT {M_COLUMNS}, {BM25} AS rank FROM memory_fts JOIN memories m ON m.seq = memory_fts.rowid "
                 f"WHERE memory_fts MATCH ? AND m.namespace = ?{where} ORDER BY rank LIMIT ?",
                 (match, self.namespace, *args, limit),
             )
-        return [Candidate(_row_to_memory(r), -float(r[15])) for r in rows]
+        return [Candidate(row_to_memory(r), -float(r[15])) for r in rows]
 
-    async def search_like(self, terms: Sequence[str], limit: int, category: str | None = None,
-                          tags: Sequence[str] | None = None) -> list[Candidate]:
+    async def search_like(
+        self, terms: Sequence[str], limit: int, category: str | None = None, tags: Sequence[str] | None = None
+    ) -> list[Candidate]:
         """Substring fallback; `raw` is the share of terms found in content or key."""
         if not terms:
             return []
-        where, args = _filters(category, tags)
-        hit = " + ".join("((m.content LIKE ? ESCAPE '\\') OR (coalesce(m.key, '') LIKE ? ESCAPE '\\'))"
-                         for _ in terms)
+        where, args = filters(category, tags)
+        hit = " + ".join("((m.content LIKE ? ESCAPE '\\') OR (coalesce(m.key, '') LIKE ? ESCAPE '\\'))" for _ in terms)
         patterns = [p for t in terms for p in (like_pattern(t), like_pattern(t))]
         async with self._read() as conn:
             rows = await conn.execute_fetchall(
-                f"SELECT * FROM (SELECT {_M_COLUMNS}, ({hit}) AS found FROM memories m "
+                f"SELECT * FROM (SELECT {M_COLUMNS}, ({hit}) AS found FROM memories m "
                 f"WHERE m.namespace = ?{where}) WHERE found > 0 ORDER BY found DESC, updated_at DESC LIMIT ?",
                 (*patterns, self.namespace, *args, limit),
             )
-        return [Candidate(_row_to_memory(r), float(r[15]) / len(terms)) for r in rows]
+        return [Candidate(row_to_memory(r), float(r[15]) / len(terms)) for r in rows]
 
-    async def list_page(self, *, category: str | None, tier: str | None, tags: Sequence[str] | None,
-                        order_by: str, limit: int, after: tuple[Any, int] | None) -> Page:
-        column = _ORDER_COLUMNS[order_by]
-        where, args = _filters(category, tags)
+    async def list_page(
+        self,
+        *,
+        category: str | None,
+        tier: str | None,
+        tags: Sequence[str] | None,
+        order_by: str,
+        limit: int,
+        after: tuple[Any, int] | None,
+    ) -> Page:
+        column = ORDER_COLUMNS[order_by]
+        where, args = filters(category, tags)
         if tier is not None:
             where += " AND m.tier = ?"
             args.append(tier)
@@ -297,11 +240,13 @@ class Store:
             keyset = f" AND (m.{column} < ? OR (m.{column} = ? AND m.seq < ?))"
             keyset_args = [after[0], after[0], after[1]]
         async with self._read() as conn:
-            total_row = await (await conn.execute(
-                f"SELECT count(*) FROM memories m WHERE m.namespace = ?{where}", (self.namespace, *args)
-            )).fetchone()
+            total_row = await (
+                await conn.execute(
+                    f"SELECT count(*) FROM memories m WHERE m.namespace = ?{where}", (self.namespace, *args)
+                )
+            ).fetchone()
             rows = await conn.execute_fetchall(
-                f"SELECT {_M_COLUMNS}, m.{column} FROM memories m WHERE m.namespace = ?{where}{keyset} "
+                f"SELECT {M_COLUMNS}, m.{column} FROM memories m WHERE m.namespace = ?{where}{keyset} "
                 f"ORDER BY m.{column} DESC, m.seq DESC LIMIT ?",
                 (self.namespace, *args, *keyset_args, limit + 1),
             )
@@ -309,40 +254,59 @@ class Store:
         more = len(rows) > limit
         rows = rows[:limit]
         last = (rows[-1][15], rows[-1][0]) if more and rows else None
-        return Page(total=int(total_row[0]) if total_row else 0,
-                    items=[_row_to_memory(r) for r in rows], last=last)
+        return Page(total=int(total_row[0]) if total_row else 0, items=[row_to_memory(r) for r in rows], last=last)
 
     async def session(self, session_id: str) -> SessionState | None:
         async with self._read() as conn:
-            row = await (await conn.execute(
-                "SELECT session_id, current_topic, context_variables, turn_count, last_emotion, created_at,"
-                " updated_at FROM sessions WHERE namespace = ? AND session_id = ?",
-                (self.namespace, session_id),
-            )).fetchone()
+            row = await (
+                await conn.execute(
+                    "SELECT session_id, current_topic, context_variables, turn_count, last_emotion, created_at,"
+                    " updated_at FROM sessions WHERE namespace = ? AND session_id = ?",
+                    (self.namespace, session_id),
+                )
+            ).fetchone()
         if row is None:
             return None
         return SessionState(
-            session_id=row[0], current_topic=row[1], context_variables=json.loads(row[2]), turn_count=row[3],
-            last_emotion=row[4], created_at=datetime.fromisoformat(row[5]), updated_at=datetime.fromisoformat(row[6]),
+            session_id=row[0],
+            current_topic=row[1],
+            context_variables=json.loads(row[2]),
+            turn_count=row[3],
+            last_emotion=row[4],
+            created_at=datetime.fromisoformat(row[5]),
+            updated_at=datetime.fromisoformat(row[6]),
         )
 
     async def stats(self) -> Stats:
         ns = self.namespace
         async with self._read() as conn:
-            by_category = dict(await conn.execute_fetchall(  # type: ignore[arg-type]
-                "SELECT category, count(*) FROM memories WHERE namespace = ? GROUP BY category ORDER BY 2 DESC", (ns,)))
-            by_tier = dict(await conn.execute_fetchall(  # type: ignore[arg-type]
-                "SELECT tier, count(*) FROM memories WHERE namespace = ? GROUP BY tier", (ns,)))
-            span = await (await conn.execute(
-                "SELECT min(created_at), max(created_at) FROM memories WHERE namespace = ?", (ns,))).fetchone()
-            sessions = await (await conn.execute(
-                "SELECT count(*) FROM sessions WHERE namespace = ?", (ns,))).fetchone()
+            by_category: dict[str, int] = {
+                r[0]: r[1]
+                for r in await conn.execute_fetchall(
+                    "SELECT category, count(*) FROM memories WHERE namespace = ? GROUP BY category ORDER BY 2 DESC",
+                    (ns,),
+                )
+            }
+            by_tier: dict[str, int] = {
+                r[0]: r[1]
+                for r in await conn.execute_fetchall(
+                    "SELECT tier, count(*) FROM memories WHERE namespace = ? GROUP BY tier", (ns,)
+                )
+            }
+            span = await (
+                await conn.execute("SELECT min(created_at), max(created_at) FROM memories WHERE namespace = ?", (ns,))
+            ).fetchone()
+            sessions = await (await conn.execute("SELECT count(*) FROM sessions WHERE namespace = ?", (ns,))).fetchone()
             version = await (await conn.execute("SELECT max(version) FROM schema_migrations")).fetchone()
         path = self.config.db_path
         size = sum(p.stat().st_size for p in (path, path.with_name(path.name + "-wal")) if p.exists())
         return Stats(
-            total=sum(by_category.values()), by_category=by_category, by_tier=by_tier,
-            sessions=int(sessions[0]) if sessions else 0, db_path=str(path), db_bytes=size,
+            total=sum(by_category.values()),
+            by_category=by_category,
+            by_tier=by_tier,
+            sessions=int(sessions[0]) if sessions else 0,
+            db_path=str(path),
+            db_bytes=size,
             schema_version=int(version[0]) if version and version[0] is not None else 0,
             oldest=datetime.fromisoformat(span[0]) if span and span[0] else None,
             newest=datetime.fromisoformat(span[1]) if span and span[1] else None,
@@ -356,126 +320,3 @@ class Store:
             return
         async with self.transaction() as tx:
             await tx.touch(seqs, moment)
-
-
-class Tx:
-    """Statements inside one open transaction; obtained from `Store.transaction()`."""
-
-    def __init__(self, store: Store) -> None:
-        self._store = store
-        self._conn = store.conn
-        self._ns = store.namespace
-
-    async def get(self, seq: int) -> Memory | None:
-        row = await (await self._conn.execute(
-            f"SELECT {_COLUMNS} FROM memories WHERE seq = ? AND namespace = ?", (seq, self._ns))).fetchone()
-        return _row_to_memory(row) if row else None
-
-    async def get_many(self, seqs: Sequence[int]) -> list[Memory]:
-        if not seqs:
-            return []
-        marks = ",".join("?" * len(seqs))
-        rows = await self._conn.execute_fetchall(
-            f"SELECT {_COLUMNS} FROM memories WHERE namespace = ? AND seq IN ({marks})", (self._ns, *seqs))
-        by_seq = {r[0]: _row_to_memory(r) for r in rows}
-        return [by_seq[s] for s in seqs if s in by_seq]
-
-    async def by_key(self, key: str) -> Memory | None:
-        row = await (await self._conn.execute(
-            f"SELECT {_COLUMNS} FROM memories WHERE namespace = ? AND key = ?", (self._ns, key))).fetchone()
-        return _row_to_memory(row) if row else None
-
-    async def by_hash(self, category: str, content_hash: str) -> list[Memory]:
-        rows = await self._conn.execute_fetchall(
-            f"SELECT {_COLUMNS} FROM memories WHERE namespace = ? AND category = ? AND content_hash = ?",
-            (self._ns, category, content_hash))
-        return [_row_to_memory(r) for r in rows]
-
-    async def similar_in_category(self, match: str, category: str, limit: int) -> list[Memory]:
-        """Best full-text matches within one category: the near-duplicate candidates."""
-        if not match:
-            return []
-        rows = await self._conn.execute_fetchall(
-            f"SELECT {_M_COLUMNS} FROM memory_fts JOIN memories m ON m.seq = memory_fts.rowid "
-            f"WHERE memory_fts MATCH ? AND m.namespace = ? AND m.category = ? ORDER BY {_BM25} LIMIT ?",
-            (match, self._ns, category, limit))
-        return [_row_to_memory(r) for r in rows]
-
-    async def insert(self, draft: Draft, content_hash: str, moment: datetime) -> Memory:
-        now = _iso(moment)
-        tags = json.dumps(list(draft.tags), ensure_ascii=False)
-        cursor = await self._conn.execute(
-            "INSERT INTO memories (namespace, content, key, category, tier, importance, confidence, source, tags,"
-            " session_id, client, content_hash, created_at, updated_at, last_accessed, access_count)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
-            (self._ns, draft.content, draft.key, draft.category, draft.tier, draft.importance, draft.confidence,
-             draft.source, tags, draft.session_id, draft.client, content_hash, now, now, now))
-        seq = cursor.lastrowid
-        assert seq is not None
-        await self._conn.execute(
-            "INSERT INTO memory_fts (rowid, content, key, tags, category) VALUES (?, ?, ?, ?, ?)",
-            (seq, *self._store._index_fields(draft.content, draft.key, draft.tags, draft.category)))
-        memory = await self.get(seq)
-        assert memory is not None
-        return memory
-
-    async def replace(self, seq: int, draft: Draft, content_hash: str, moment: datetime, reason: str) -> Memory:
-        """Overwrite a memory's value, keeping the old one in `memory_history`."""
-        await self._conn.execute(
-            "INSERT INTO memory_history (memory_seq, content, key, category, importance, confidence, tags, source,"
-            " reason, changed_at) SELECT seq, content, key, category, importance, confidence, tags, source, ?, ?"
-            " FROM memories WHERE seq = ?", (reason, _iso(moment), seq))
-        await self._conn.execute(
-            "UPDATE memories SET content = ?, key = ?, category = ?, tier = ?, importance = ?, confidence = ?,"
-            " source = ?, tags = ?, session_id = coalesce(?, session_id), client = coalesce(?, client),"
-            " content_hash = ?, updated_at = ? WHERE seq = ? AND namespace = ?",
-            (draft.content, draft.key, draft.category, draft.tier, draft.importance, draft.confidence, draft.source,
-             json.dumps(list(draft.tags), ensure_ascii=False), draft.session_id, draft.client, content_hash,
-             _iso(moment), seq, self._ns))
-        await self._conn.execute(
-            "UPDATE memory_fts SET content = ?, key = ?, tags = ?, category = ? WHERE rowid = ?",
-            (*self._store._index_fields(draft.content, draft.key, draft.tags, draft.category), seq))
-        memory = await self.get(seq)
-        assert memory is not None
-        return memory
-
-    async def history(self, seq: int) -> list[dict[str, Any]]:
-        rows = await self._conn.execute_fetchall(
-            "SELECT content, key, category, importance, confidence, tags, source, reason, changed_at"
-            " FROM memory_history WHERE memory_seq = ? ORDER BY seq", (seq,))
-        names = ("content", "key", "category", "importance", "confidence", "tags", "source", "reason", "changed_at")
-        return [dict(zip(names, r, strict=True)) | {"tags": json.loads(r[5])} for r in rows]
-
-    async def delete(self, seqs: Sequence[int]) -> list[int]:
-        """Delete for real: the memory, its history and its index entry. Returns the seqs deleted."""
-        if not seqs:
-            return []
-        marks = ",".join("?" * len(seqs))
-        rows = await self._conn.execute_fetchall(
-            f"SELECT seq FROM memories WHERE namespace = ? AND seq IN ({marks})", (self._ns, *seqs))
-        found = [r[0] for r in rows]
-        if found:
-            marks = ",".join("?" * len(found))
-            await self._conn.execute(f"DELETE FROM memory_history WHERE memory_seq IN ({marks})", found)
-            await self._conn.execute(f"DELETE FROM memory_fts WHERE rowid IN ({marks})", found)
-            await self._conn.execute(f"DELETE FROM memories WHERE seq IN ({marks})", found)
-        return found
-
-    async def touch(self, seqs: Sequence[int], moment: datetime) -> None:
-        marks = ",".join("?" * len(seqs))
-        await self._conn.execute(
-            f"UPDATE memories SET access_count = access_count + 1, last_accessed = ? "
-            f"WHERE namespace = ? AND seq IN ({marks})", (_iso(moment), self._ns, *seqs))
-
-    async def touch_session(self, session_id: str, moment: datetime) -> None:
-        now = _iso(moment)
-        await self._conn.execute(
-            "INSERT INTO sessions (namespace, session_id, created_at, updated_at) VALUES (?, ?, ?, ?)"
-            " ON CONFLICT (namespace, session_id) DO UPDATE SET updated_at = excluded.updated_at",
-            (self._ns, session_id, now, now))
-
-    async def set_topic(self, session_id: str, topic: str | None, moment: datetime) -> None:
-        await self.touch_session(session_id, moment)
-        await self._conn.execute(
-            "UPDATE sessions SET current_topic = ? WHERE namespace = ? AND session_id = ?",
-            (topic, self._ns, session_id))

@@ -10,7 +10,7 @@ import re
 import unicodedata
 from collections.abc import Iterable
 
-from .stopwords import STOPWORDS
+from .stopwords import SINGLE_CHAR_STOPWORDS, STOPWORDS
 
 __all__ = [
     "INDEX_VERSION",
@@ -52,12 +52,31 @@ def _has_word_char(token: str) -> bool:
     return any(ch.isalnum() for ch in token)
 
 
+def _join_unknown_words(tokens: Iterable[str]) -> list[str]:
+    """Join runs of single Chinese characters that are not function words: jieba splits words it
+    does not know (拿铁 -> 拿/铁), which the two-character minimum would otherwise drop."""
+    out: list[str] = []
+    run = ""
+    for token in tokens:
+        if len(token) == 1 and is_cjk(token) and token not in SINGLE_CHAR_STOPWORDS:
+            run += token
+            continue
+        if run:
+            out.append(run)
+            run = ""
+        out.append(token)
+    if run:
+        out.append(run)
+    return out
+
+
 def keywords(tokens: Iterable[str], limit: int = 10) -> list[str]:
     """SPEC 3.1: lower-case, drop stopwords, tokens under 2 characters and numbers under 4 digits,
-    de-duplicate keeping order, keep at most `limit`."""
+    de-duplicate keeping order, keep at most `limit`. Unknown Chinese words split into single
+    characters are joined back first."""
     seen: set[str] = set()
     result: list[str] = []
-    for raw in tokens:
+    for raw in _join_unknown_words(tokens):
         token = raw.strip().lower()
         if len(token) < 2 or not _has_word_char(token) or token in STOPWORDS:
             continue
@@ -77,7 +96,8 @@ def index_text(tokens: Iterable[str]) -> str:
 
 
 def _quote(term: str) -> str:
-    return '"' + term.replace('"', '""') + '"'
+    # FTS5 reads its query as a C string: a NUL would end it inside the quotes.
+    return '"' + _CONTROL.sub(" ", term).replace('"', '""') + '"'
 
 
 def _wants_prefix(keyword: str) -> bool:
@@ -89,8 +109,17 @@ def _wants_prefix(keyword: str) -> bool:
 
 
 def fts_query(terms: Iterable[str]) -> str:
-    """An FTS5 MATCH expression OR-ing the terms, each quoted so no input is FTS syntax."""
-    parts = [_quote(t) + ("*" if _wants_prefix(t) else "") for t in terms if t]
+    """An FTS5 MATCH expression OR-ing the terms, each quoted so no input is FTS syntax.
+
+    A Chinese term also matches as a phrase of its single characters, which is how the index
+    holds a word jieba did not know (拿铁 indexed as 拿 铁)."""
+    parts: list[str] = []
+    for term in terms:
+        if not term:
+            continue
+        parts.append(_quote(term) + ("*" if _wants_prefix(term) else ""))
+        if len(term) > 1 and all(is_cjk(ch) for ch in term):
+            parts.append(_quote(" ".join(term)))
     return " OR ".join(parts)
 
 
@@ -107,16 +136,23 @@ def _shingles(text: str) -> set[str]:
     return {squeezed[i : i + 2] for i in range(len(squeezed) - 1)}
 
 
+_DIGITS = re.compile(r"\d+")
+
+
 def similarity(a: str, b: str) -> float:
     """Jaccard similarity of character bigrams, ignoring case, spacing and punctuation (0-1).
 
     The same measure for Chinese and English: "I prefer VS Code" and "I prefer VSCode." score 1.0,
     while a negation ("我喜欢" vs "我不喜欢") changes enough bigrams to stay below the threshold.
+    Texts whose numbers differ (尾号1234 vs 尾号5678) are different facts: their score is halved.
     """
     sa, sb = _shingles(a), _shingles(b)
     if not sa or not sb:
         return 1.0 if sa == sb else 0.0
-    return len(sa & sb) / len(sa | sb)
+    score = len(sa & sb) / len(sa | sb)
+    if sorted(_DIGITS.findall(normalize(a))) != sorted(_DIGITS.findall(normalize(b))):
+        score /= 2
+    return score
 
 
 def fingerprint(text: str) -> str:

@@ -13,8 +13,18 @@ from .errors import InvalidInput
 from .models import CATEGORY_PATTERN, SOURCE_ALIASES, Draft, Source, Tier
 from .tokens import normalize
 
-__all__ = ["MAX_ID_LIST", "MAX_KEY_CHARS", "MAX_SESSION_CHARS", "category", "draft", "key", "session_id",
-           "source", "tags", "text"]
+__all__ = [
+    "MAX_ID_LIST",
+    "MAX_KEY_CHARS",
+    "MAX_SESSION_CHARS",
+    "category",
+    "draft",
+    "key",
+    "session_id",
+    "source",
+    "tags",
+    "text",
+]
 
 MAX_KEY_CHARS = 200
 MAX_SESSION_CHARS = 200
@@ -109,15 +119,30 @@ def unit(value: float, field: str) -> float:
     return float(value)
 
 
-def draft(config: Config, *, content: str, category_name: str = "fact", key_name: str | None = None,
-          importance: float = 0.5, confidence: float = 0.8, tag_list: Iterable[str] | None = None,
-          source_name: str = "user", tier_name: str = "core", session: str | None = None,
-          client: str | None = None) -> Draft:
+def draft(
+    config: Config,
+    *,
+    content: str,
+    category_name: str = "fact",
+    key_name: str | None = None,
+    importance: float = 0.5,
+    confidence: float = 0.8,
+    tag_list: Iterable[str] | None = None,
+    source_name: str = "user",
+    tier_name: str = "core",
+    session: str | None = None,
+    client: str | None = None,
+) -> Draft:
     """Everything `remember` accepts, checked and normalised in one place."""
     return Draft(
         content=text(content, field="content", limit=config.max_content_chars),
-        key=key(key_name), category=category(category_name), tier=tier(tier_name),
-        importance=unit(importance, "importance"), confidence=unit(confidence, "confidence"),
-        source=source(source_name), tags=tags(tag_list, config), session_id=session_id(session),
+        key=key(key_name),
+        category=category(category_name),
+        tier=tier(tier_name),
+        importance=unit(importance, "importance"),
+        confidence=unit(confidence, "confidence"),
+        source=source(source_name),
+        tags=tags(tag_list, config),
+        session_id=session_id(session),
         client=_clean(client)[:100] or None if client else None,
     )

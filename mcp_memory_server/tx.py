@@ -1,0 +1,188 @@
+"""The statements of one open transaction. `Store.transaction()` hands out a `Tx`; everything
+done through it commits together, full-text index included, or not at all."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+import aiosqlite
+
+from .models import Draft, Memory
+from .rows import BM25, COLUMNS, M_COLUMNS, iso, row_to_memory
+
+__all__ = ["IndexFields", "Tx"]
+
+# (content, key, tags, category) -> the four pre-segmented FTS columns
+IndexFields = Callable[[str, "str | None", Iterable[str], str], tuple[str, ...]]
+
+
+class Tx:
+    """Statements inside one open transaction; obtained from `Store.transaction()`."""
+
+    def __init__(self, conn: aiosqlite.Connection, namespace: str, index_fields: IndexFields) -> None:
+        self._conn = conn
+        self._ns = namespace
+        self._index_fields = index_fields
+
+    async def get(self, seq: int) -> Memory | None:
+        row = await (
+            await self._conn.execute(f"SELECT {COLUMNS} FROM memories WHERE seq = ? AND namespace = ?", (seq, self._ns))
+        ).fetchone()
+        return row_to_memory(row) if row else None
+
+    async def get_many(self, seqs: Sequence[int]) -> list[Memory]:
+        if not seqs:
+            return []
+        marks = ",".join("?" * len(seqs))
+        rows = await self._conn.execute_fetchall(
+            f"SELECT {COLUMNS} FROM memories WHERE namespace = ? AND seq IN ({marks})", (self._ns, *seqs)
+        )
+        by_seq = {r[0]: row_to_memory(r) for r in rows}
+        return [by_seq[s] for s in seqs if s in by_seq]
+
+    async def by_key(self, key: str) -> Memory | None:
+        row = await (
+            await self._conn.execute(f"SELECT {COLUMNS} FROM memories WHERE namespace = ? AND key = ?", (self._ns, key))
+        ).fetchone()
+        return row_to_memory(row) if row else None
+
+    async def by_hash(self, category: str, content_hash: str) -> list[Memory]:
+        rows = await self._conn.execute_fetchall(
+            f"SELECT {COLUMNS} FROM memories WHERE namespace = ? AND category = ? AND content_hash = ?",
+            (self._ns, category, content_hash),
+        )
+        return [row_to_memory(r) for r in rows]
+
+    async def similar_in_category(self, match: str, category: str, limit: int) -> list[Memory]:
+        """Best full-text matches within one category: the near-duplicate candidates."""
+        if not match:
+            return []
+        rows = await self._conn.execute_fetchall(
+            f"SELECT {M_COLUMNS} FROM memory_fts JOIN memories m ON m.seq = memory_fts.rowid "
+            f"WHERE memory_fts MATCH ? AND m.namespace = ? AND m.category = ? ORDER BY {BM25} LIMIT ?",
+            (match, self._ns, category, limit),
+        )
+        return [row_to_memory(r) for r in rows]
+
+    async def insert(self, draft: Draft, content_hash: str, moment: datetime) -> Memory:
+        now = iso(moment)
+        tags = json.dumps(list(draft.tags), ensure_ascii=False)
+        cursor = await self._conn.execute(
+            "INSERT INTO memories (namespace, content, key, category, tier, importance, confidence, source, tags,"
+            " session_id, client, content_hash, created_at, updated_at, last_accessed, access_count)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
+            (
+                self._ns,
+                draft.content,
+                draft.key,
+                draft.category,
+                draft.tier,
+                draft.importance,
+                draft.confidence,
+                draft.source,
+                tags,
+                draft.session_id,
+                draft.client,
+                content_hash,
+                now,
+                now,
+                now,
+            ),
+        )
+        seq = cursor.lastrowid
+        assert seq is not None
+        await self._conn.execute(
+            "INSERT INTO memory_fts (rowid, content, key, tags, category) VALUES (?, ?, ?, ?, ?)",
+            (seq, *self._index_fields(draft.content, draft.key, draft.tags, draft.category)),
+        )
+        memory = await self.get(seq)
+        assert memory is not None
+        return memory
+
+    async def replace(self, seq: int, draft: Draft, content_hash: str, moment: datetime, reason: str) -> Memory:
+        """Overwrite a memory's value, keeping the old one in `memory_history`."""
+        await self._conn.execute(
+            "INSERT INTO memory_history (memory_seq, content, key, category, importance, confidence, tags, source,"
+            " reason, changed_at) SELECT seq, content, key, category, importance, confidence, tags, source, ?, ?"
+            " FROM memories WHERE seq = ?",
+            (reason, iso(moment), seq),
+        )
+        await self._conn.execute(
+            "UPDATE memories SET content = ?, key = ?, category = ?, tier = ?, importance = ?, confidence = ?,"
+            " source = ?, tags = ?, session_id = coalesce(?, session_id), client = coalesce(?, client),"
+            " content_hash = ?, updated_at = ? WHERE seq = ? AND namespace = ?",
+            (
+                draft.content,
+                draft.key,
+                draft.category,
+                draft.tier,
+                draft.importance,
+                draft.confidence,
+                draft.source,
+                json.dumps(list(draft.tags), ensure_ascii=False),
+                draft.session_id,
+                draft.client,
+                content_hash,
+                iso(moment),
+                seq,
+                self._ns,
+            ),
+        )
+        await self._conn.execute(
+            "UPDATE memory_fts SET content = ?, key = ?, tags = ?, category = ? WHERE rowid = ?",
+            (*self._index_fields(draft.content, draft.key, draft.tags, draft.category), seq),
+        )
+        memory = await self.get(seq)
+        assert memory is not None
+        return memory
+
+    async def history(self, seq: int) -> list[dict[str, Any]]:
+        rows = await self._conn.execute_fetchall(
+            "SELECT content, key, category, importance, confidence, tags, source, reason, changed_at"
+            " FROM memory_history WHERE memory_seq = ? ORDER BY seq",
+            (seq,),
+        )
+        names = ("content", "key", "category", "importance", "confidence", "tags", "source", "reason", "changed_at")
+        return [dict(zip(names, r, strict=True)) | {"tags": json.loads(r[5])} for r in rows]
+
+    async def delete(self, seqs: Sequence[int]) -> list[int]:
+        """Delete for real: the memory, its history and its index entry. Returns the seqs deleted."""
+        if not seqs:
+            return []
+        marks = ",".join("?" * len(seqs))
+        rows = await self._conn.execute_fetchall(
+            f"SELECT seq FROM memories WHERE namespace = ? AND seq IN ({marks})", (self._ns, *seqs)
+        )
+        found = [r[0] for r in rows]
+        if found:
+            marks = ",".join("?" * len(found))
+            await self._conn.execute(f"DELETE FROM memory_history WHERE memory_seq IN ({marks})", found)
+            await self._conn.execute(f"DELETE FROM memory_fts WHERE rowid IN ({marks})", found)
+            await self._conn.execute(f"DELETE FROM memories WHERE seq IN ({marks})", found)
+        return found
+
+    async def touch(self, seqs: Sequence[int], moment: datetime) -> None:
+        marks = ",".join("?" * len(seqs))
+        await self._conn.execute(
+            f"UPDATE memories SET access_count = access_count + 1, last_accessed = ? "
+            f"WHERE namespace = ? AND seq IN ({marks})",
+            (iso(moment), self._ns, *seqs),
+        )
+
+    async def touch_session(self, session_id: str, moment: datetime) -> None:
+        now = iso(moment)
+        await self._conn.execute(
+            "INSERT INTO sessions (namespace, session_id, created_at, updated_at) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (namespace, session_id) DO UPDATE SET updated_at = excluded.updated_at",
+            (self._ns, session_id, now, now),
+        )
+
+    async def set_topic(self, session_id: str, topic: str | None, moment: datetime) -> None:
+        await self.touch_session(session_id, moment)
+        await self._conn.execute(
+            "UPDATE sessions SET current_topic = ? WHERE namespace = ? AND session_id = ?",
+            (topic, self._ns, session_id),
+        )

@@ -1,0 +1,98 @@
+"""The module map stays honest: imports run one way, and a few libraries have one owner each."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import mcp_memory_server
+
+PACKAGE = Path(mcp_memory_server.__file__).parent
+
+# A module may import only modules of a lower rank (SPEC/STYLE: cli -> server -> services -> store
+# -> {models, errors, tokens, config}).
+RANKS = {
+    "errors": 0,
+    "stopwords": 0,
+    "models": 0,
+    "schema": 0,
+    "segmenter": 0,
+    "config": 1,
+    "tokens": 1,
+    "rows": 2,
+    "validate": 3,
+    "tx": 3,
+    "store": 4,
+    "retrieve": 5,
+    "service": 6,
+    "prompts": 6,
+    "__init__": 7,
+    "server": 8,
+    "cli": 9,
+    "__main__": 10,
+}
+# Third-party libraries that belong to exactly one module.
+OWNERS = {
+    "mcp": {"server"},
+    "mcp_types": {"server"},
+    "aiosqlite": {"store", "tx"},
+    "sqlite3": {"store"},
+    "jieba": {"segmenter"},
+    "uvicorn": set(),
+    "starlette": set(),
+}
+
+
+def _imports(path: Path) -> tuple[set[str], set[str]]:
+    """(internal modules, top-level external packages) imported by a module."""
+    internal: set[str] = set()
+    external: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                if node.module:
+                    internal.add(node.module.split(".")[0])
+                else:
+                    internal.update("__init__" if a.name == "__version__" else a.name for a in node.names)
+            elif node.module:
+                external.add(node.module.split(".")[0])
+        elif isinstance(node, ast.Import):
+            external.update(a.name.split(".")[0] for a in node.names)
+    return internal, external
+
+
+def test_every_module_has_a_rank() -> None:
+    assert {p.stem for p in PACKAGE.glob("*.py")} == set(RANKS)
+
+
+def test_imports_run_one_way() -> None:
+    wrong = []
+    for path in PACKAGE.glob("*.py"):
+        internal, _ = _imports(path)
+        for target in internal:
+            if RANKS[target] >= RANKS[path.stem]:
+                wrong.append(f"{path.stem} imports {target}")
+    assert not wrong, "imports against the layering: " + ", ".join(sorted(wrong))
+
+
+def test_libraries_have_one_owner() -> None:
+    wrong = []
+    for path in PACKAGE.glob("*.py"):
+        _, external = _imports(path)
+        for library, owners in OWNERS.items():
+            if library in external and path.stem not in owners:
+                wrong.append(f"{path.stem} imports {library}")
+    assert not wrong, ", ".join(sorted(wrong))
+
+
+def test_modules_stay_small() -> None:
+    sizes = {p.name: len(p.read_text(encoding="utf-8").splitlines()) for p in PACKAGE.glob("*.py")}
+    assert all(n <= 450 for n in sizes.values()), sizes
+
+
+def test_public_names_are_complete() -> None:
+    for name in mcp_memory_server.__all__:
+        assert hasattr(mcp_memory_server, name), name
+    exported = {n for n in dir(mcp_memory_server) if not n.startswith("_")}
+    modules = {p.stem for p in PACKAGE.glob("*.py")}
+    assert exported - modules - {"annotations"} <= set(mcp_memory_server.__all__)

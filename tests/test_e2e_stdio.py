@@ -1,0 +1,96 @@
+"""End to end: the installed `mcp-memory-server` command as a stdio subprocess, driven by the SDK's
+stdio client in both protocol eras, plus start-up that does not wait for jieba."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from mcp_memory_server.config import Config
+from mcp_memory_server.segmenter import Segmenter
+from mcp_memory_server.server import build_server
+
+pytestmark = pytest.mark.anyio
+
+
+def _command() -> str:
+    found = shutil.which("mcp-memory-server", path=str(Path(sys.executable).parent))
+    assert found, "the console script is installed next to the test interpreter"
+    return found
+
+
+def _params(tmp_path: Path, cache_dir: Path) -> StdioServerParameters:
+    env = {**os.environ, "MCP_MEMORY_DB": str(tmp_path / "e2e.db"), "MCP_MEMORY_CACHE_DIR": str(cache_dir)}
+    return StdioServerParameters(command=_command(), args=["--log-level", "WARNING"], env=env)
+
+
+async def _data(client: Client, tool: str, **args: Any) -> dict[str, Any]:
+    result = await client.call_tool(tool, args)
+    assert not result.is_error, result.content
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_stdio_end_to_end(tmp_path: Path, cache_dir: Path, mode: str) -> None:
+    async with Client(_params(tmp_path, cache_dir), mode=mode) as client:
+        assert client.server_info is not None and client.server_info.name == "mcp-memory-server"
+        assert {t.name for t in (await client.list_tools()).tools} == {"remember", "recall", "forget", "list"}
+
+        coffee = await _data(client, "remember", content="我每天早上喝一杯拿铁咖啡", category="preference")
+        code = await _data(client, "remember", content="我喜欢用Python写代码", category="preference")
+        rime = await _data(client, "remember", content="I type Chinese with 雾凇拼音 on Rime", category="fact")
+        assert coffee["action"] == code["action"] == rime["action"] == "created"
+
+        assert (await _data(client, "recall", query="我喝什么咖啡"))["hits"][0]["id"] == coffee["id"]
+        assert (await _data(client, "recall", query="python"))["hits"][0]["id"] == code["id"]
+        assert (await _data(client, "recall", query="雾凇"))["hits"][0]["id"] == rime["id"]
+        assert (await _data(client, "recall", query="拼音"))["hits"][0]["id"] == rime["id"]
+        assert (await _data(client, "recall", query='NEAR( "*'))["hits"] == []
+
+        bad = await client.call_tool("remember", {"content": "x", "category": "Bad Category!"})
+        assert bad.is_error and "category" in bad.content[0].text  # type: ignore[union-attr]
+
+        stats = json.loads((await client.read_resource("memory://stats")).contents[0].text)  # type: ignore[union-attr]
+        assert stats["total"] == 3 and stats["db_path"] == str(tmp_path / "e2e.db")
+        prompt = await client.get_prompt("extract_memories", {"user_message": "hi", "assistant_message": "hello"})
+        assert "memories" in prompt.messages[0].content.text  # type: ignore[union-attr]
+
+        assert (await _data(client, "forget", ids=[coffee["id"]]))["deleted"] == [coffee["id"]]
+        assert (await _data(client, "list"))["total"] == 2
+
+    # A second process on the same file sees what the first one wrote.
+    async with Client(_params(tmp_path, cache_dir)) as again:
+        assert (await _data(again, "recall", query="Python"))["hits"][0]["id"] == code["id"]
+
+
+class _GatedSegmenter(Segmenter):
+    """A real segmenter whose loading waits for the test to open the gate."""
+
+    def __init__(self, cache_dir: Path) -> None:
+        super().__init__(cache_dir)
+        self.gate = threading.Event()
+
+    def _load(self) -> None:
+        self.gate.wait(30)
+        super()._load()
+
+
+async def test_server_answers_before_jieba_has_loaded(config: Config, cache_dir: Path) -> None:
+    segmenter = _GatedSegmenter(cache_dir)
+    async with Client(build_server(config, segmenter)) as client:
+        assert len((await client.list_tools()).tools) == 4
+        assert len((await client.list_prompts()).prompts) == 1
+        assert not segmenter.ready, "initialize and tools/list were answered while jieba was still loading"
+        segmenter.gate.set()
+        stored = await client.call_tool("remember", {"content": "雾凇拼音很好用"})  # waits for jieba
+        assert not stored.is_error and segmenter.ready

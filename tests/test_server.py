@@ -1,0 +1,155 @@
+"""The MCP surface through the SDK's in-memory client: schemas, structured output, errors."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+
+from mcp_memory_server.config import Config
+from mcp_memory_server.segmenter import Segmenter
+from mcp_memory_server.server import build_server
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+async def client(config: Config, segmenter: Segmenter) -> AsyncIterator[Client]:
+    async with Client(build_server(config, segmenter)) as connected:
+        yield connected
+
+
+async def call(client: Client, tool: str, **args: Any) -> dict[str, Any]:
+    result = await client.call_tool(tool, args)
+    assert not result.is_error, result.content
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+async def error(client: Client, tool: str, **args: Any) -> str:
+    result = await client.call_tool(tool, args)
+    assert result.is_error, f"{tool}({args}) should have failed"
+    assert result.structured_content is None
+    text = result.content[0]
+    assert text.type == "text"
+    return text.text
+
+
+async def test_tools_are_described_bounded_and_annotated(client: Client) -> None:
+    tools = {t.name: t for t in (await client.list_tools()).tools}
+    assert set(tools) == {"remember", "recall", "forget", "list"}
+    for tool in tools.values():
+        assert tool.description and len(tool.description) < 400
+        assert tool.output_schema is not None
+        assert tool.annotations is not None
+        for name, prop in tool.input_schema["properties"].items():
+            assert "description" in prop, f"{tool.name}.{name} has no description"
+    assert tools["recall"].annotations.read_only_hint is True
+    assert tools["list"].annotations.read_only_hint is True
+    assert tools["forget"].annotations.destructive_hint is True
+    assert tools["remember"].annotations.destructive_hint is False
+    recall_args = tools["recall"].input_schema["properties"]
+    assert (recall_args["limit"]["minimum"], recall_args["limit"]["maximum"], recall_args["limit"]["default"]) == (
+        1,
+        50,
+        5,
+    )
+    list_args = tools["list"].input_schema["properties"]
+    assert (list_args["limit"]["minimum"], list_args["limit"]["maximum"], list_args["limit"]["default"]) == (1, 200, 20)
+    assert tools["remember"].input_schema["properties"]["content"]["maxLength"] == 2000
+    assert set(tools["recall"].output_schema["properties"]) == {"query", "keywords", "stage", "hits"}
+    assert set(tools["forget"].output_schema["properties"]) == {"deleted", "not_found"}
+    assert set(tools["list"].output_schema["properties"]) == {"total", "items", "next_cursor"}
+
+
+async def test_remember_recall_forget_list_round_trip(client: Client) -> None:
+    stored = await call(client, "remember", content="我每天早上喝一杯拿铁咖啡", category="preference", tags=["饮品"])
+    assert stored["action"] == "created" and stored["memory"]["client"] == "mcp"
+    mixed = await call(client, "remember", content="我喜欢用Python写代码", category="preference")
+    english = await call(client, "remember", content="I keep my dotfiles in a private GitHub repo", category="fact")
+
+    found = await call(client, "recall", query="我喝什么咖啡")
+    assert found["stage"] == "fts" and found["keywords"] == ["咖啡"]
+    hit = found["hits"][0]
+    assert hit["id"] == stored["id"]
+    assert set(hit["breakdown"]) == {"keyword", "category", "recency", "frequency", "confidence", "topic_boost"}
+    assert (await call(client, "recall", query="python"))["hits"][0]["id"] == mixed["id"]
+    assert (await call(client, "recall", query="dotfiles github"))["hits"][0]["id"] == english["id"]
+
+    listed = await call(client, "list", limit=2)
+    assert listed["total"] == 3 and len(listed["items"]) == 2 and listed["next_cursor"]
+    rest = await call(client, "list", limit=2, cursor=listed["next_cursor"])
+    assert len(rest["items"]) == 1 and rest["next_cursor"] is None
+
+    gone = await call(client, "forget", ids=[stored["id"], "mem_404"])
+    assert gone == {"deleted": [stored["id"]], "not_found": ["mem_404"]}
+    assert (await call(client, "recall", query="咖啡"))["hits"] == []
+
+
+async def test_errors_are_tool_errors_not_success_text(client: Client) -> None:
+    assert "2000" in await error(client, "remember", content="长" * 2001)
+    assert "category" in await error(client, "remember", content="x", category="Not Valid!")
+    assert "source" in await error(client, "remember", content="x", source="nobody")
+    assert "cursor" in await error(client, "list", cursor="not-a-cursor")
+    assert "ids" in await error(client, "forget", ids=[])
+    assert "limit" in await error(client, "recall", query="x", limit=51)
+    await error(client, "recall", query="")
+    await error(client, "remember")
+    await error(client, "recall", query=123)
+    assert (await call(client, "list"))["total"] == 0  # nothing was half-written
+
+
+@pytest.mark.parametrize(
+    "query", ['"', "*", "AND", "OR NOT", "NEAR(", "^", ":", "(", "😀", "a\x00b", "x" * 2000, "select * from memories;"]
+)
+async def test_hostile_queries_answer_cleanly(client: Client, query: str) -> None:
+    await call(client, "remember", content="NEAR and OR not (python) ^ * : 咖啡")
+    result = await client.call_tool("recall", {"query": query})
+    assert not result.is_error
+    long_result = await client.call_tool("recall", {"query": "x" * 10_000})
+    assert long_result.is_error and "2000" in long_result.content[0].text  # type: ignore[union-attr]
+
+
+async def test_resources(client: Client) -> None:
+    first = await call(client, "remember", content="The user lives in Berlin", key="user.city", category="identity")
+    await call(client, "remember", content="The user lives in 上海", key="user.city", category="identity")
+    templates = {t.uri_template for t in (await client.list_resource_templates()).resource_templates}
+    assert templates == {"memory://memories/{id}", "memory://categories/{category}"}
+    assert {str(r.uri) for r in (await client.list_resources()).resources} == {"memory://stats"}
+
+    detail = json.loads((await client.read_resource(f"memory://memories/{first['id']}")).contents[0].text)  # type: ignore[union-attr]
+    assert detail["content"] == "The user lives in 上海"
+    assert [h["content"] for h in detail["history"]] == ["The user lives in Berlin"]
+    category = json.loads((await client.read_resource("memory://categories/identity")).contents[0].text)  # type: ignore[union-attr]
+    assert category["total"] == 1
+    stats = json.loads((await client.read_resource("memory://stats")).contents[0].text)  # type: ignore[union-attr]
+    assert stats["total"] == 1 and stats["by_category"] == {"identity": 1}
+
+    with pytest.raises(MCPError, match="no memory has the id"):
+        await client.read_resource("memory://memories/mem_999")
+    with pytest.raises(MCPError, match="category"):
+        await client.read_resource("memory://categories/NOT%20VALID!")
+
+
+async def test_extract_memories_prompt(client: Client) -> None:
+    prompts = {p.name: p for p in (await client.list_prompts()).prompts}
+    assert set(prompts) == {"extract_memories"}
+    assert {a.name for a in prompts["extract_memories"].arguments or []} == {"user_message", "assistant_message"}
+    result = await client.get_prompt(
+        "extract_memories", {"user_message": "我搬到杭州了", "assistant_message": "好的，记住了。"}
+    )
+    text = result.messages[0].content.text  # type: ignore[union-attr]
+    assert "我搬到杭州了" in text and '"memories"' in text and "small talk" in text
+    for category in ("identity", "preference", "project_state"):
+        assert category in text
+
+
+async def test_instructions_say_when_to_recall_and_remember(
+    client: Client, config: Config, segmenter: Segmenter
+) -> None:
+    instructions = build_server(config, segmenter).instructions or ""
+    assert "recall" in instructions and "Remember without being asked" in instructions

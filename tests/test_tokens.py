@@ -1,0 +1,103 @@
+"""Pure text functions and the segmenter, in Chinese, English and mixed text."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from mcp_memory_server.segmenter import Segmenter
+from mcp_memory_server.tokens import fingerprint, fts_query, index_text, keywords, like_pattern, normalize, similarity
+
+
+def test_keywords_follow_spec_rules() -> None:
+    tokens = ["我", "喜欢", "用", "Python", "写", "代码", "的", "42", "2024", "Python", "the", "a", "，"]
+    assert keywords(tokens) == ["喜欢", "python", "代码", "2024"]
+
+
+def test_keywords_are_capped() -> None:
+    assert len(keywords([f"word{i}" for i in range(30)], limit=10)) == 10
+
+
+def test_chinese_query_keywords(segmenter: Segmenter) -> None:
+    assert keywords(segmenter.cut("我喝什么咖啡")) == ["咖啡"]
+    assert keywords(segmenter.cut("我喜欢用Python写代码")) == ["喜欢", "python", "代码"]
+    assert keywords(segmenter.cut("What do I usually drink in the morning?")) == ["usually", "drink", "morning"]
+
+
+def test_search_mode_indexes_sub_words(segmenter: Segmenter) -> None:
+    text = index_text(segmenter.cut_for_search("我在用雾凇拼音输入法"))
+    assert "雾凇" in text.split()
+    assert "拼音" in text.split()
+    assert "python" in index_text(segmenter.cut_for_search("我喜欢用Python写代码")).split()
+
+
+def test_normalize_folds_full_width_and_control_characters() -> None:
+    assert normalize("ＡＢＣ１２３\x00x") == "ABC123 x"
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    ['"', "*", "AND", "OR NOT", "NEAR(", "^", ":", "(", ")", "col:x", '"unterminated', "a\x00b", "😀", "-x", "+"],
+)
+def test_fts_query_never_raises(hostile: str) -> None:
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE VIRTUAL TABLE t USING fts5(body)")
+    db.execute("INSERT INTO t VALUES ('and or not near python')")
+    query = fts_query([hostile, hostile.lower(), "python"])
+    assert db.execute("SELECT count(*) FROM t WHERE t MATCH ?", (query,)).fetchone()[0] == 1
+
+
+def test_prefix_terms() -> None:
+    assert fts_query(["pyth"]) == '"pyth"*'
+    assert fts_query(["咖啡"]) == '"咖啡"* OR "咖 啡"'
+    assert fts_query(["go"]) == '"go"'  # two Latin letters: too short to prefix
+    assert fts_query(["c++"]) == '"c++"'
+
+
+def test_like_pattern_escapes_wildcards() -> None:
+    assert like_pattern("50%_off\\") == "%50\\%\\_off\\\\%"
+
+
+def test_similarity_ignores_spacing_and_punctuation_but_not_negation() -> None:
+    assert similarity("I prefer VS Code.", "i prefer vscode") == 1.0
+    assert similarity("我喜欢喝拿铁", "我不喜欢喝拿铁") < 0.85
+    assert similarity("", "") == 1.0
+    assert fingerprint("我每天早上喝一杯拿铁咖啡") == fingerprint("我每天早上喝一杯拿铁咖啡。")
+
+
+def test_segmenter_cache_round_trip(tmp_path: object, cache_dir: object) -> None:
+    from pathlib import Path
+
+    assert isinstance(tmp_path, Path)
+    first = Segmenter(tmp_path)
+    first.wait_sync()
+    assert list(tmp_path.glob("jieba-*.dict")), "the chunked dictionary cache was written"
+    second = Segmenter(tmp_path)  # now loads from the cache
+    second.wait_sync()
+    assert second.cut("我在用雾凇拼音输入法") == first.cut("我在用雾凇拼音输入法")
+
+
+def test_segmenter_ignores_a_corrupt_cache(tmp_path: object) -> None:
+    from pathlib import Path
+
+    assert isinstance(tmp_path, Path)
+    seed = Segmenter(tmp_path)
+    seed.wait_sync()
+    for path in tmp_path.glob("jieba-*.dict"):
+        path.write_bytes(b"not a cache")
+    again = Segmenter(tmp_path)
+    again.wait_sync()
+    assert "拼音" in again.cut("雾凇拼音")
+
+
+def test_unknown_chinese_words_are_joined_back(segmenter: Segmenter) -> None:
+    assert segmenter.cut("拿铁") == ["拿", "铁"]  # jieba does not know the word
+    assert keywords(segmenter.cut("拿铁")) == ["拿铁"]
+    assert keywords(segmenter.cut("我喝什么咖啡")) == ["咖啡"]  # function words are not joined
+    assert '"拿 铁"' in fts_query(["拿铁"])
+
+
+def test_numbers_keep_facts_apart() -> None:
+    assert similarity("我的手机尾号是1234", "我的手机尾号是5678") < 0.5
+    assert similarity("memory 1", "memory 11") < 0.85
