@@ -4,6 +4,7 @@ wrappers that parse arguments, call one service function and return its pydantic
 # No `from __future__ import annotations`: the SDK evaluates tool signatures, whose bounds
 # come from the Config in scope when the server is built.
 
+import json
 import logging
 from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
@@ -257,7 +258,7 @@ def _add_resources(server: MCPServer[AppState]) -> None:
         service = _state(ctx).service
         memory = await _resource(service.get(id))
         history = await _resource(service.history(memory.id))
-        return memory.model_dump_json(indent=2)[:-2] + ',\n  "history": ' + _json(history) + "\n}"
+        return _json(memory.model_dump(mode="json") | {"history": history})
 
     @server.resource(
         "memory://categories/{category}",
@@ -279,8 +280,6 @@ def _add_resources(server: MCPServer[AppState]) -> None:
 
 
 def _json(value: object) -> str:
-    import json
-
     return json.dumps(value, ensure_ascii=False, indent=2)
 
 

@@ -38,14 +38,20 @@ def _same_value(existing: Memory, draft: Draft) -> bool:
 
 
 def _merge(existing: Memory, draft: Draft) -> Draft:
-    """New wording wins; tags are united; importance and confidence never go down in a merge."""
+    """New wording wins; tags are united; importance, confidence and tier never go down in a merge;
+    a user fact confirmed by the assistant (or the other way round) becomes source "both"."""
     tags = tuple(dict.fromkeys((*existing.tags, *draft.tags)))
+    source = draft.source
+    if existing.source != draft.source and {existing.source, draft.source} <= {"user", "assistant", "both"}:
+        source = "both"
     return draft.model_copy(
         update={
             "key": draft.key or existing.key,
             "tags": tags,
             "importance": max(existing.importance, draft.importance),
             "confidence": max(existing.confidence, draft.confidence),
+            "tier": "core" if "core" in (existing.tier, draft.tier) else draft.tier,
+            "source": source,
         }
     )
 
@@ -139,7 +145,7 @@ class MemoryService:
         twin = next((m for m in await tx.by_hash(draft.category, digest) if compatible(m)), None)
         if twin is not None:
             merged = _merge(twin, draft.model_copy(update={"content": twin.content}))
-            if _same_value(twin, merged.model_copy(update={"tier": twin.tier, "source": twin.source})):
+            if _same_value(twin, merged):
                 return RememberResult(
                     id=twin.id,
                     action="unchanged",

@@ -42,6 +42,13 @@ async def test_remember_reports_created_updated_merged_unchanged(service: Memory
     assert same.action == "unchanged"
 
 
+async def test_merge_never_demotes(service: MemoryService) -> None:
+    core = await service.remember(content="用户对花生过敏", category="fact", importance=0.9, source="assistant")
+    again = await service.remember(content="用户对花生过敏！", category="fact", importance=0.3, tier="working")
+    assert (again.action, again.id) == ("merged", core.id)
+    assert (again.memory.tier, again.memory.importance, again.memory.source) == ("core", 0.9, "both")
+
+
 async def test_near_identical_content_merges_but_different_meaning_does_not(service: MemoryService) -> None:
     long_text = (
         "The user's home lab runs Proxmox on three Intel NUCs with 64 GB of RAM each, backs up "
