@@ -12,7 +12,7 @@ import anyio
 
 from . import __version__
 from .config import ENV_VARS, Config
-from .errors import MemoryServerError
+from .errors import MemoryServerError, NotFound
 from .segmenter import Segmenter
 from .service import MemoryService
 from .store import Store
@@ -53,7 +53,7 @@ def _common(defaults: bool) -> argparse.ArgumentParser:
     )
     parent.add_argument(
         "--log-level",
-        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"],
         type=str.upper,
         default=d,
         help="log level of stderr messages (default: INFO)",
@@ -121,7 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _serve(config: Config, transport: str, host: str, port: int) -> int:
-    from .server import build_server  # imports mcp: only when serving
+    from .server import build_server, serve_http  # imports mcp: only when serving
 
     log.info("mcp-memory-server %s, memory database: %s", __version__, config.db_path)
     server = build_server(config)
@@ -136,14 +136,21 @@ def _serve(config: Config, transport: str, host: str, port: int) -> int:
     if host not in ("127.0.0.1", "localhost", "::1"):
         log.warning("listening on %s: anyone who can reach this address can read and change the memories", host)
 
-    async def run() -> None:
-        await server.run_streamable_http_async(host=host, port=port, streamable_http_path="/mcp")
-
-    anyio.run(run)
+    anyio.run(serve_http, server, host, port)
     return 0
 
 
+def _existing(config: Config) -> None:
+    # stats and search only read: a mistyped --db must not silently create an empty database.
+    if not config.db_path.exists():
+        raise NotFound(
+            f"there is no memory database at {config.db_path}; check --db or MCP_MEMORY_DB "
+            "(the server creates the database when it first starts)"
+        )
+
+
 async def _stats(config: Config) -> int:
+    _existing(config)
     async with Store(config, Segmenter(config.cache_dir)) as store:
         stats = await MemoryService(store).stats()
     print(stats.model_dump_json(indent=2))
@@ -151,6 +158,7 @@ async def _stats(config: Config) -> int:
 
 
 async def _search(config: Config, args: argparse.Namespace) -> int:
+    _existing(config)
     async with Store(config, Segmenter(config.cache_dir)) as store:
         result = await MemoryService(store).recall(
             query=args.query, limit=args.limit, category=args.category, track_access=False

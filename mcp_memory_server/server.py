@@ -27,7 +27,7 @@ from .service import MemoryService
 from .store import Store
 from .validate import MAX_ID_LIST, MAX_KEY_CHARS, MAX_SESSION_CHARS
 
-__all__ = ["AppState", "build_server"]
+__all__ = ["AppState", "build_server", "serve_http"]
 
 log = logging.getLogger(__name__)
 
@@ -119,9 +119,13 @@ def _add_tools(server: MCPServer[AppState], config: Config) -> None:
     ]
 
     @server.tool(
+        description=(
+            "Store one memory. The same key updates it in place (old value kept in history); near-identical "
+            "content in the same category is merged instead of duplicated. The result's action says which."
+        ),
         annotations=ToolAnnotations(
             title="Remember", read_only_hint=False, destructive_hint=False, idempotent_hint=True
-        )
+        ),
     )
     async def remember(
         ctx: Ctx,
@@ -167,8 +171,6 @@ def _add_tools(server: MCPServer[AppState], config: Config) -> None:
         ] = "core",
         session_id: session_arg = None,
     ) -> RememberResult:
-        """Store one memory. Same key updates it in place; near-identical content in the same
-        category is merged instead of duplicated. The result's action says which happened."""
         return await _tool(
             _state(ctx).service.remember(
                 content=content,
@@ -184,7 +186,13 @@ def _add_tools(server: MCPServer[AppState], config: Config) -> None:
             )
         )
 
-    @server.tool(annotations=ToolAnnotations(title="Recall", read_only_hint=True, open_world_hint=False))
+    @server.tool(
+        description=(
+            "Find the memories most relevant to a query, best first, each with its score breakdown. "
+            "Counts as a use of the memories returned."
+        ),
+        annotations=ToolAnnotations(title="Recall", read_only_hint=True, open_world_hint=False),
+    )
     async def recall(
         ctx: Ctx,
         query: Annotated[
@@ -206,14 +214,13 @@ def _add_tools(server: MCPServer[AppState], config: Config) -> None:
         ] = None,
         session_id: session_arg = None,
     ) -> RecallResult:
-        """Find the memories most relevant to a query, best first, each with its score breakdown.
-        Records that the returned memories were used."""
         return await _tool(
             _state(ctx).service.recall(query=query, limit=limit, category=category, tags=tags, session_id=session_id)
         )
 
     @server.tool(
-        annotations=ToolAnnotations(title="Forget", read_only_hint=False, destructive_hint=True, idempotent_hint=True)
+        description="Delete memories permanently, with their history and index entries.",
+        annotations=ToolAnnotations(title="Forget", read_only_hint=False, destructive_hint=True, idempotent_hint=True),
     )
     async def forget(
         ctx: Ctx,
@@ -222,10 +229,13 @@ def _add_tools(server: MCPServer[AppState], config: Config) -> None:
             Field(min_length=1, max_length=MAX_ID_LIST, description="Ids to delete, e.g. ['mem_12']."),
         ],
     ) -> ForgetResult:
-        """Delete memories permanently, with their history and index entries."""
         return await _tool(_state(ctx).service.forget(ids))
 
-    @server.tool(name="list", annotations=ToolAnnotations(title="List memories", read_only_hint=True))
+    @server.tool(
+        name="list",
+        description="Browse memories page by page, newest first, without a query.",
+        annotations=ToolAnnotations(title="List memories", read_only_hint=True),
+    )
     async def list_memories(
         ctx: Ctx,
         category: Annotated[str | None, Field(max_length=40, description="Only this category.")] = None,
@@ -240,7 +250,6 @@ def _add_tools(server: MCPServer[AppState], config: Config) -> None:
         limit: Annotated[int, Field(ge=1, le=200, description="Page size.")] = 20,
         cursor: Annotated[str | None, Field(max_length=400, description="next_cursor of the previous page.")] = None,
     ) -> ListResult:
-        """Browse memories page by page, without a query."""
         return await _tool(
             _state(ctx).service.list_memories(
                 category=category, tier=tier, tags=tags, order_by=order_by, limit=limit, cursor=cursor
@@ -296,3 +305,14 @@ def _add_prompts(server: MCPServer[AppState]) -> None:
         assistant_message: Annotated[str, Field(description="What the assistant answered.")],
     ) -> str:
         return prompts.extract_memories(user_message, assistant_message)
+
+
+async def serve_http(server: MCPServer[AppState], host: str, port: int) -> None:
+    """Streamable HTTP at /mcp. uvicorn logs through the standard logging setup (stderr), not its
+    own default configuration, which would print access lines to stdout."""
+    import uvicorn
+
+    app = server.streamable_http_app(streamable_http_path="/mcp", host=host)
+    level = logging.getLogger().getEffectiveLevel()
+    config = uvicorn.Config(app, host=host, port=port, log_config=None, log_level=level)
+    await uvicorn.Server(config).serve()

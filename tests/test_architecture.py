@@ -38,7 +38,7 @@ OWNERS = {
     "aiosqlite": {"store", "tx"},
     "sqlite3": {"store"},
     "jieba": {"segmenter"},
-    "uvicorn": set(),
+    "uvicorn": {"server"},
     "starlette": set(),
 }
 

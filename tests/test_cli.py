@@ -73,3 +73,12 @@ def test_bad_configuration_is_one_clear_line(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert "MCP_MEMORY_CANDIDATES='lots' is not valid" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_read_commands_do_not_create_a_database(tmp_path: Path) -> None:
+    missing = tmp_path / "typo" / "memory.db"
+    for command in (["stats"], ["search", "咖啡"]):
+        result = _run("--db", str(missing), *command)
+        assert result.returncode == 1
+        assert "there is no memory database" in result.stderr
+    assert not missing.parent.exists()

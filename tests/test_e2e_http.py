@@ -31,9 +31,10 @@ def http_server(tmp_path: Path, cache_dir: Path) -> Iterator[tuple[str, Path]]:
     assert command
     port = _free_port()
     log = tmp_path / "stderr.log"
+    out = tmp_path / "stdout.log"
     env = {**os.environ, "MCP_MEMORY_DB": str(tmp_path / "http.db"), "MCP_MEMORY_CACHE_DIR": str(cache_dir)}
-    with log.open("w") as err:
-        proc = subprocess.Popen([command, "--transport", "http", "--port", str(port)], stdout=err, stderr=err, env=env)
+    with log.open("w") as err, out.open("w") as std:
+        proc = subprocess.Popen([command, "--transport", "http", "--port", str(port)], stdout=std, stderr=err, env=env)
     try:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -48,6 +49,7 @@ def http_server(tmp_path: Path, cache_dir: Path) -> Iterator[tuple[str, Path]]:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+    assert out.read_text() == "", "nothing is printed on stdout, not even access logs"
 
 
 async def test_http_mode_serves_the_same_tools(http_server: tuple[str, Path], tmp_path: Path) -> None:
@@ -58,6 +60,7 @@ async def test_http_mode_serves_the_same_tools(http_server: tuple[str, Path], tm
         found = await client.call_tool("recall", {"query": "python"})
         assert found.structured_content and found.structured_content["hits"][0]["content"] == "我喜欢用Python写代码"
     text = log.read_text()
+    assert '"POST /mcp HTTP/1.1" 200' in text, "access lines go to stderr"
     assert url in text, "the URL is printed on stderr"
     assert str(tmp_path / "http.db") in text, "the absolute database path is logged at start"
 

@@ -43,7 +43,7 @@ async def test_tools_are_described_bounded_and_annotated(client: Client) -> None
     tools = {t.name: t for t in (await client.list_tools()).tools}
     assert set(tools) == {"remember", "recall", "forget", "list"}
     for tool in tools.values():
-        assert tool.description and len(tool.description) < 400
+        assert tool.description and len(tool.description) < 400 and "\n" not in tool.description
         assert tool.output_schema is not None
         assert tool.annotations is not None
         for name, prop in tool.input_schema["properties"].items():
