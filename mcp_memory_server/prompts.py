@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-__all__ = ["EXTRACTION_CATEGORIES", "INSTRUCTIONS", "extract_memories"]
+__all__ = ["INSTRUCTIONS", "extract_memories"]
 
 INSTRUCTIONS = """\
 This server is the user's long-term memory, shared by every assistant they use. Chinese and \
@@ -24,18 +24,6 @@ store small talk, one-off requests, or secrets (passwords, API keys, card number
 When the user asks you to forget something, find it with `recall` or `list` and pass its ids to \
 `forget`; deletion is permanent."""
 
-EXTRACTION_CATEGORIES: tuple[str, ...] = (
-    "identity",
-    "preference",
-    "decision",
-    "fact",
-    "insight",
-    "todo",
-    "correction",
-    "skill",
-    "relationship",
-    "project_state",
-)
 
 _CATEGORY_GUIDE = """\
 - identity: who the user is: role, location, background, languages

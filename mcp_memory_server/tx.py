@@ -18,6 +18,24 @@ __all__ = ["IndexFields", "Tx"]
 # (content, key, tags, category) -> the four pre-segmented FTS columns
 IndexFields = Callable[[str, "str | None", Iterable[str], str], tuple[str, ...]]
 
+_DRAFT_COLUMNS = "content, key, category, tier, importance, confidence, source, tags, session_id, client"
+
+
+def _draft_values(draft: Draft) -> tuple[Any, ...]:
+    """A draft's values in the order of `_DRAFT_COLUMNS`."""
+    return (
+        draft.content,
+        draft.key,
+        draft.category,
+        draft.tier,
+        draft.importance,
+        draft.confidence,
+        draft.source,
+        json.dumps(list(draft.tags), ensure_ascii=False),
+        draft.session_id,
+        draft.client,
+    )
+
 
 class Tx:
     """Statements inside one open transaction; obtained from `Store.transaction()`."""
@@ -69,28 +87,10 @@ class Tx:
 
     async def insert(self, draft: Draft, content_hash: str, moment: datetime) -> Memory:
         now = iso(moment)
-        tags = json.dumps(list(draft.tags), ensure_ascii=False)
         cursor = await self._conn.execute(
-            "INSERT INTO memories (namespace, content, key, category, tier, importance, confidence, source, tags,"
-            " session_id, client, content_hash, created_at, updated_at, last_accessed, access_count)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
-            (
-                self._ns,
-                draft.content,
-                draft.key,
-                draft.category,
-                draft.tier,
-                draft.importance,
-                draft.confidence,
-                draft.source,
-                tags,
-                draft.session_id,
-                draft.client,
-                content_hash,
-                now,
-                now,
-                now,
-            ),
+            f"INSERT INTO memories (namespace, {_DRAFT_COLUMNS}, content_hash, created_at, updated_at, last_accessed,"
+            " access_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
+            (self._ns, *_draft_values(draft), content_hash, now, now, now),
         )
         seq = cursor.lastrowid
         assert seq is not None
@@ -114,22 +114,7 @@ class Tx:
             "UPDATE memories SET content = ?, key = ?, category = ?, tier = ?, importance = ?, confidence = ?,"
             " source = ?, tags = ?, session_id = coalesce(?, session_id), client = coalesce(?, client),"
             " content_hash = ?, updated_at = ? WHERE seq = ? AND namespace = ?",
-            (
-                draft.content,
-                draft.key,
-                draft.category,
-                draft.tier,
-                draft.importance,
-                draft.confidence,
-                draft.source,
-                json.dumps(list(draft.tags), ensure_ascii=False),
-                draft.session_id,
-                draft.client,
-                content_hash,
-                iso(moment),
-                seq,
-                self._ns,
-            ),
+            (*_draft_values(draft), content_hash, iso(moment), seq, self._ns),
         )
         await self._conn.execute(
             "UPDATE memory_fts SET content = ?, key = ?, tags = ?, category = ? WHERE rowid = ?",
