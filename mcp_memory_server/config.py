@@ -53,6 +53,12 @@ class Config:
     topic_boost: float = 1.3
     duplicate_threshold: float = 0.85
     busy_timeout_ms: int = 5000
+    bm25_k1: float = 0.9
+    bm25_b: float = 0.4
+    coordination: float = 0.1
+    feedback_docs: int = 3
+    feedback_terms: int = 10
+    feedback_weight: float = 0.2
     weights: ScoreWeights = field(default_factory=ScoreWeights)
     category_weights: Mapping[str, float] = field(default_factory=_default_category_weights)
     log_level: str = "INFO"

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from .config import Config
-from .models import Breakdown, Hit, Memory, RecallResult, Stage
-from .rows import Candidate, parse_id, utcnow
+from .models import Breakdown, Hit, RecallResult, Stage
+from .rows import Candidate, memory_id, utcnow
 from .store import Store
-from .tokens import fts_query, keywords, normalize
+from .tokens import keyword_query, keywords, normalize
 
 __all__ = ["Scored", "extract_keywords", "recall", "score_candidates"]
 
@@ -20,9 +22,26 @@ _TOPIC_KEYWORDS = 5
 
 @dataclass(frozen=True)
 class Scored:
-    memory: Memory
+    candidate: Candidate
     score: float
     breakdown: Breakdown
+
+    def hit(self) -> Hit:
+        r = self.candidate.row
+        return Hit(
+            id=memory_id(r[0]),
+            content=r[1],
+            key=r[2],
+            category=r[3],
+            importance=r[5],
+            confidence=r[6],
+            source=r[7],
+            tags=json.loads(r[8]),
+            created_at=datetime.fromisoformat(r[11]),
+            updated_at=datetime.fromisoformat(r[12]),
+            score=round(self.score, 4),
+            breakdown=self.breakdown,
+        )
 
 
 async def extract_keywords(store: Store, text: str, limit: int) -> list[str]:
@@ -31,8 +50,8 @@ async def extract_keywords(store: Store, text: str, limit: int) -> list[str]:
     return keywords(store.segmenter.cut(normalize(text)), limit)
 
 
-def _related(memory: Memory, topic_terms: Sequence[str]) -> bool:
-    haystack = " ".join((memory.content, memory.key or "", " ".join(memory.tags))).lower()
+def _related(row: tuple[Any, ...], topic_terms: Sequence[str]) -> bool:
+    haystack = " ".join((row[1], row[2] or "", row[8])).lower()  # content, key, tags (JSON)
     return any(term in haystack for term in topic_terms)
 
 
@@ -44,39 +63,35 @@ def score_candidates(
         return []
     w = config.weights
     best_raw = max(c.raw for c in candidates)
-    max_access = max(c.memory.access_count for c in candidates)
+    max_access = max(c.row[14] for c in candidates)
     decay = math.log(2) / config.half_life_days
     scored: list[Scored] = []
     for cand in candidates:
-        m = cand.memory
+        r = cand.row  # COLUMNS order: 3 category, 6 confidence, 13 last_accessed, 14 access_count
         keyword = cand.raw / best_raw if best_raw > 0 else 0.0
-        category = config.category_weight(m.category)
-        days = max(0.0, (now - m.last_accessed).total_seconds() / 86400)
+        category = config.category_weight(r[3])
+        days = max(0.0, (now - datetime.fromisoformat(r[13])).total_seconds() / 86400)
         recency = math.exp(-decay * days)
-        frequency = 0.5 if max_access <= 1 else math.log(m.access_count + 1) / math.log(max_access + 1)
-        boost = config.topic_boost if topic_terms and _related(m, topic_terms) else 1.0
+        frequency = 0.5 if max_access <= 1 else math.log(r[14] + 1) / math.log(max_access + 1)
+        boost = config.topic_boost if topic_terms and _related(r, topic_terms) else 1.0
         total = (
             w.keyword * keyword
             + w.category * category
             + w.recency * recency
             + w.frequency * frequency
-            + w.confidence * m.confidence
+            + w.confidence * r[6]
         ) * boost
-        scored.append(
-            Scored(
-                m,
-                total,
-                Breakdown(
-                    keyword=round(keyword, 4),
-                    category=category,
-                    recency=round(recency, 4),
-                    frequency=round(frequency, 4),
-                    confidence=m.confidence,
-                    topic_boost=boost,
-                ),
-            )
+        breakdown = Breakdown(
+            keyword=round(keyword, 4),
+            category=category,
+            recency=round(recency, 4),
+            frequency=round(frequency, 4),
+            confidence=r[6],
+            topic_boost=boost,
         )
-    scored.sort(key=lambda s: (s.score, s.memory.updated_at), reverse=True)
+        scored.append(Scored(cand, total, breakdown))
+    # Ties go to the most recently updated (ISO timestamps sort as text).
+    scored.sort(key=lambda s: (s.score, s.candidate.row[12]), reverse=True)
     return scored
 
 
@@ -106,7 +121,8 @@ async def recall(
         return RecallResult(query=query, keywords=[], stage="none", hits=[])
 
     stage: Stage = "fts"
-    candidates = await store.search_fts(fts_query(terms), config.candidate_limit, category, tags)
+    queries = [q for q in (keyword_query(t) for t in terms) if q is not None]
+    candidates = await store.search_index(queries, config.candidate_limit, category, tags)
     if not candidates:
         stage = "like"
         candidates = await store.search_like(terms, config.candidate_limit, category, tags)
@@ -115,22 +131,5 @@ async def recall(
 
     top = score_candidates(candidates, config, now, topic_terms)[:limit]
     if track_access:
-        await store.touch([s for s in (parse_id(x.memory.id) for x in top) if s is not None], now)
-    hits = [
-        Hit(
-            id=s.memory.id,
-            content=s.memory.content,
-            category=s.memory.category,
-            key=s.memory.key,
-            tags=s.memory.tags,
-            importance=s.memory.importance,
-            confidence=s.memory.confidence,
-            source=s.memory.source,
-            created_at=s.memory.created_at,
-            updated_at=s.memory.updated_at,
-            score=round(s.score, 4),
-            breakdown=s.breakdown,
-        )
-        for s in top
-    ]
-    return RecallResult(query=query, keywords=terms, stage=stage, hits=hits)
+        store.touch([s.candidate.row[0] for s in top], now)
+    return RecallResult(query=query, keywords=terms, stage=stage, hits=[s.hit() for s in top])

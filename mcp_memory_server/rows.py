@@ -80,12 +80,17 @@ def row_to_memory(row: Sequence[Any]) -> Memory:
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Candidate:
-    """A memory found by a search stage with its raw stage score (higher is better)."""
+    """A memory row (in `COLUMNS` order) found by a search stage, with its raw stage score (higher
+    is better). Kept as the plain row: a recall scores 50 of these and builds models for 5."""
 
-    memory: Memory
+    row: tuple[Any, ...]
     raw: float
+
+    @property
+    def id(self) -> str:
+        return memory_id(self.row[0])
 
 
 @dataclass(frozen=True)

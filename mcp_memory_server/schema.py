@@ -72,4 +72,17 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
         ),
     ),
+    (
+        2,
+        "change log for in-process indexes",
+        (
+            # Every insert, update and delete of a memory appends its seq here in the same
+            # transaction, so each process's in-memory BM25 index can follow writes made by others.
+            """CREATE TABLE memory_changes (
+                change    INTEGER PRIMARY KEY AUTOINCREMENT,
+                namespace TEXT NOT NULL,
+                seq       INTEGER NOT NULL
+            )""",
+        ),
+    ),
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -14,7 +14,7 @@ from .config import Config
 from .errors import InvalidInput, NotFound
 from .models import Draft, ForgetResult, ListResult, Memory, OrderBy, RecallResult, RememberResult, Stats
 from .retrieve import extract_keywords, recall
-from .rows import parse_id, utcnow
+from .rows import memory_id, parse_id, utcnow
 from .store import Store
 from .tokens import fingerprint, fts_query, similarity
 from .tx import Tx
@@ -73,6 +73,28 @@ def _decode_cursor(order_by: str, cursor: str) -> tuple[Any, int]:
             "(a cursor only works with the same order_by it came from)."
         ) from exc
     return value, seq
+
+
+_ITEM_FIELDS = {
+    "content": "content",
+    "category": "category_name",
+    "key": "key_name",
+    "importance": "importance",
+    "confidence": "confidence",
+    "tags": "tag_list",
+    "source": "source_name",
+    "tier": "tier_name",
+    "session_id": "session",
+}
+
+
+def _remember_args(item: Mapping[str, Any]) -> dict[str, Any]:
+    unknown = set(item) - set(_ITEM_FIELDS)
+    if unknown:
+        raise InvalidInput(f"unknown field(s) {sorted(unknown)}; a memory has {sorted(_ITEM_FIELDS)}.")
+    if "content" not in item:
+        raise InvalidInput("every memory needs content.")
+    return {_ITEM_FIELDS[name]: value for name, value in item.items()}
 
 
 class MemoryService:
@@ -184,6 +206,21 @@ class MemoryService:
 
         memory = await tx.insert(draft, digest, now)
         return RememberResult(id=memory.id, action="created", memory=memory, detail=f"Stored as {memory.id}.")
+
+    async def import_memories(self, items: Sequence[Mapping[str, Any]], *, client: str | None = None) -> list[str]:
+        """Bulk load in one transaction, all or nothing: every item is validated like `remember`,
+        but nothing is merged or de-duplicated (importers and benchmarks keep one memory per item).
+        Each item holds remember's arguments (content, category, key, importance, ...)."""
+        drafts = [validate.draft(self.config, client=client, **_remember_args(item)) for item in items]
+        keys = [d.key for d in drafts if d.key is not None]
+        if len(keys) != len(set(keys)):
+            raise InvalidInput("two imported memories have the same key; keys must be unique.")
+        async with self.store.transaction() as tx:
+            for key in keys:
+                if await tx.by_key(key) is not None:
+                    raise InvalidInput(f"key {key!r} already exists; remember it instead to update it.")
+            seqs = await tx.insert_many(drafts, [fingerprint(d.content) for d in drafts], utcnow())
+        return [memory_id(seq) for seq in seqs]
 
     async def recall(
         self,

@@ -3,6 +3,7 @@ the full-text index, which is kept in sync inside the same transaction as every 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import random
@@ -15,10 +16,11 @@ from typing import Any
 import aiosqlite
 import anyio
 
+from .bm25 import Bm25Index, KeywordQuery
 from .config import Config
-from .errors import StoreError
+from .errors import MemoryServerError, StoreError
 from .models import Memory, SessionState, Stats
-from .rows import BM25, M_COLUMNS, ORDER_COLUMNS, Candidate, Page, filters, iso, row_to_memory, utcnow
+from .rows import M_COLUMNS, ORDER_COLUMNS, Candidate, Page, filters, iso, row_to_memory, utcnow
 from .schema import MIGRATIONS
 from .segmenter import Segmenter
 from .tokens import INDEX_VERSION, index_text, like_pattern
@@ -42,7 +44,11 @@ class Store:
         # One unit of work at a time on the connection: a transaction must not see another
         # coroutine's statements run inside it.
         self._lock = anyio.Lock()
-        self._index_checked = False
+        self._bm25: Bm25Index | None = None
+        self._pending_touches: dict[int, int] = {}
+        self._pending_moment = utcnow()
+        self._flusher: asyncio.Task[None] | None = None
+        self._bm25_change = 0
 
     async def __aenter__(self) -> Store:
         await self.open()
@@ -70,12 +76,14 @@ class Store:
             for pragma in ("journal_mode = WAL", "synchronous = NORMAL", "foreign_keys = ON", "temp_store = MEMORY"):
                 await self._conn.execute(f"PRAGMA {pragma}")
             await self._migrate()
+            await self._ensure_index()
         except (sqlite3.Error, OSError) as exc:
             await self.close()
             raise StoreError(f"cannot open the memory database at {path}: {exc}") from exc
 
     async def close(self) -> None:
         if self._conn is not None:
+            await self.flush()
             conn, self._conn = self._conn, None
             await conn.close()
 
@@ -132,9 +140,7 @@ class Store:
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Tx]:
         """One atomic write: everything done through the `Tx` commits together or not at all."""
-        await self.segmenter.wait()
         async with self._lock:
-            await self._ensure_index()
             try:
                 async with self._begin():
                     yield self._tx()
@@ -150,9 +156,7 @@ class Store:
                 raise StoreError(f"reading the memory database failed: {exc}") from exc
 
     async def _ensure_index(self) -> None:
-        """Rebuild the full-text index when it was built by another version of the segmentation."""
-        if self._index_checked:
-            return
+        """Rebuild the full-text index when it was built by another version of `index_text`."""
         conn = self.conn
         row = await (await conn.execute("SELECT value FROM meta WHERE name = 'index_version'")).fetchone()
         if row is None or row[0] != str(INDEX_VERSION):
@@ -164,15 +168,16 @@ class Store:
                     [(r[0], *self._index_fields(r[1], r[2], json.loads(r[3]), r[4])) for r in rows],
                 )
                 await conn.execute("INSERT OR REPLACE INTO meta VALUES ('index_version', ?)", (str(INDEX_VERSION),))
+                # Other processes' in-memory indexes re-read everything.
+                await conn.execute("INSERT INTO memory_changes (namespace, seq) SELECT namespace, seq FROM memories")
             log.info("rebuilt the full-text index for %d memories", len(rows))
-        self._index_checked = True
 
     def _tx(self) -> Tx:
         return Tx(self.conn, self.namespace, self._index_fields)
 
-    def _index_fields(self, content: str, key: str | None, tags: Iterable[str], category: str) -> tuple[str, ...]:
-        cut = self.segmenter.cut_for_search
-        return (index_text(cut(content)), index_text(cut(key or "")), index_text(cut(" ".join(tags))), category)
+    @staticmethod
+    def _index_fields(content: str, key: str | None, tags: Iterable[str], category: str) -> tuple[str, ...]:
+        return (index_text(content), index_text(key or ""), index_text(" ".join(tags)), category)
 
     # ---- reads -------------------------------------------------------------------------------
 
@@ -188,20 +193,86 @@ class Store:
         async with self._read():
             return await self._tx().get_many(seqs)
 
-    async def search_fts(
-        self, match: str, limit: int, category: str | None = None, tags: Sequence[str] | None = None
+    async def search_index(
+        self,
+        queries: Sequence[KeywordQuery],
+        limit: int,
+        category: str | None = None,
+        tags: Sequence[str] | None = None,
     ) -> list[Candidate]:
-        """Candidates by BM25; `raw` is -bm25 (higher is better)."""
+        """Candidates by BM25 from the in-memory index; `raw` is the BM25 score (higher is better)."""
         where, args = filters(category, tags)
-        await self.segmenter.wait()
         async with self._read() as conn:
-            await self._ensure_index()
-            rows = await conn.execute_fetchall(
-                f"SELECT {M_COLUMNS}, {BM25} AS rank FROM memory_fts JOIN memories m ON m.seq = memory_fts.rowid "
-                f"WHERE memory_fts MATCH ? AND m.namespace = ?{where} ORDER BY rank LIMIT ?",
-                (match, self.namespace, *args, limit),
+            index = await self._synced_index(conn)
+            # Filters are applied to the rows, so a filtered search ranks a wider pool first.
+            pool = limit if not where else max(limit * 10, 500)
+            c = self.config
+            ranked = index.search(
+                queries,
+                pool,
+                feedback_docs=c.feedback_docs,
+                feedback_terms=c.feedback_terms,
+                feedback_weight=c.feedback_weight,
+                coordination=c.coordination,
             )
-        return [Candidate(row_to_memory(r), -float(r[15])) for r in rows]
+            if not ranked:
+                return []
+            marks = ",".join("?" * len(ranked))
+            rows = await conn.execute_fetchall(
+                f"SELECT {M_COLUMNS} FROM memories m WHERE +m.namespace = ? AND m.seq IN ({marks}){where}",
+                (self.namespace, *(seq for seq, _ in ranked), *args),
+            )
+        by_seq = {r[0]: tuple(r) for r in rows}
+        found = [Candidate(by_seq[seq], score) for seq, score in ranked if seq in by_seq]
+        return found[:limit]
+
+    async def _synced_index(self, conn: aiosqlite.Connection) -> Bm25Index:
+        """The in-memory index, brought up to date with every change committed since it was read."""
+        row = await (
+            await conn.execute(
+                "SELECT (SELECT max(change) FROM memory_changes), (SELECT min(change) FROM memory_changes)"
+            )
+        ).fetchone()
+        newest, oldest = (row[0] or 0, row[1] or 0) if row else (0, 0)
+        index = self._bm25
+        if index is not None and index.needs_compaction():
+            index = None
+        if index is not None and oldest > self._bm25_change + 1:
+            index = None  # the log was pruned past what we have seen: start again
+        if index is None:
+            rows = await conn.execute_fetchall(
+                "SELECT f.rowid, f.content, f.key, f.tags FROM memory_fts f JOIN memories m ON m.seq = f.rowid"
+                " WHERE m.namespace = ?",
+                (self.namespace,),
+            )
+            index = Bm25Index.build(
+                ((r[0], f"{r[1]} {r[2]} {r[3]}".split()) for r in rows), self.config.bm25_k1, self.config.bm25_b
+            )
+        elif newest > self._bm25_change:
+            changed = [
+                r[0]
+                for r in await conn.execute_fetchall(
+                    "SELECT DISTINCT seq FROM memory_changes WHERE change > ? AND namespace = ?",
+                    (self._bm25_change, self.namespace),
+                )
+            ]
+            for start in range(0, len(changed), 500):
+                chunk = changed[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                rows = await conn.execute_fetchall(
+                    f"SELECT f.rowid, f.content, f.key, f.tags FROM memory_fts f JOIN memories m ON m.seq = f.rowid"
+                    f" WHERE m.namespace = ? AND f.rowid IN ({marks})",
+                    (self.namespace, *chunk),
+                )
+                current = {r[0]: f"{r[1]} {r[2]} {r[3]}".split() for r in rows}
+                for seq in chunk:
+                    if seq in current:
+                        index.add(seq, current[seq])
+                    else:
+                        index.remove(seq)
+        self._bm25 = index
+        self._bm25_change = newest
+        return index
 
     async def search_like(
         self, terms: Sequence[str], limit: int, category: str | None = None, tags: Sequence[str] | None = None
@@ -218,7 +289,7 @@ class Store:
                 f"WHERE m.namespace = ?{where}) WHERE found > 0 ORDER BY found DESC, updated_at DESC LIMIT ?",
                 (*patterns, self.namespace, *args, limit),
             )
-        return [Candidate(row_to_memory(r), float(r[15]) / len(terms)) for r in rows]
+        return [Candidate(tuple(r[:15]), float(r[15]) / len(terms)) for r in rows]
 
     async def list_page(
         self,
@@ -314,9 +385,29 @@ class Store:
 
     # ---- small writes that need no decision ---------------------------------------------------
 
-    async def touch(self, seqs: Sequence[int], moment: datetime) -> None:
-        """Access tracking after recall: count and time of last access (not `updated_at`)."""
-        if not seqs:
-            return
-        async with self.transaction() as tx:
-            await tx.touch(seqs, moment)
+    def touch(self, seqs: Sequence[int], moment: datetime) -> None:
+        """Access tracking after recall (count and time of last access, not `updated_at`), written
+        by a background task so the caller gets its answer first; recalls that come in while a
+        write is pending share one transaction. `flush()` waits for it; `close()` flushes."""
+        for seq in seqs:
+            self._pending_touches[seq] = self._pending_touches.get(seq, 0) + 1
+        self._pending_moment = moment
+        if self._pending_touches and self._flusher is None:
+            self._flusher = asyncio.get_running_loop().create_task(self._flush_touches())
+
+    async def flush(self) -> None:
+        """Wait until every access recorded so far is written."""
+        while self._flusher is not None:
+            await asyncio.shield(self._flusher)
+
+    async def _flush_touches(self) -> None:
+        try:
+            while self._pending_touches and self._conn is not None:
+                pending, self._pending_touches = self._pending_touches, {}
+                try:
+                    async with self.transaction() as tx:
+                        await tx.touch(pending, self._pending_moment)
+                except MemoryServerError as exc:  # access statistics are not worth failing over
+                    log.warning("could not record memory access: %s", exc)
+        finally:
+            self._flusher = None

@@ -6,27 +6,38 @@ be tested without loading a dictionary.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Iterable
+from typing import Any
 
+from .bm25 import KeywordQuery
 from .stopwords import SINGLE_CHAR_STOPWORDS, STOPWORDS
 
 __all__ = [
     "INDEX_VERSION",
     "fingerprint",
     "fts_query",
+    "index_terms",
     "index_text",
     "is_cjk",
+    "keyword_query",
     "keywords",
     "like_pattern",
     "normalize",
     "similarity",
+    "stem",
+    "term_query",
 ]
 
-# Bump when `index_text` or the segmentation feeding it changes: the store then rebuilds the
-# full-text index from the memories on its next open.
-INDEX_VERSION = 1
+# Bump when `index_text` changes: the store then rebuilds the full-text index from the memories
+# on its next open.
+INDEX_VERSION = 2
+
+_CJK_CLASS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002ebef"
+# A run of CJK characters, or a run of other letters and digits.
+_TERMS = re.compile(f"([{_CJK_CLASS}]+)|([^\\W_{_CJK_CLASS}]+)")
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202f\ufeff]")
 
@@ -90,37 +101,72 @@ def keywords(tokens: Iterable[str], limit: int = 10) -> list[str]:
     return result
 
 
-def index_text(tokens: Iterable[str]) -> str:
-    """Space-joined word tokens: FTS5's unicode61 tokenizer then sees jieba's word boundaries."""
-    return " ".join(t for t in (tok.strip().lower() for tok in tokens) if t and _has_word_char(t))
+@functools.lru_cache(maxsize=200_000)
+def stem(word: str) -> str:
+    """English Snowball stem of a lower-case word (numbers and short words are left alone)."""
+    if len(word) < 4 or not word.isascii() or not word.isalpha():
+        return word
+    return str(_english_stemmer().stemWord(word))
 
 
-def _quote(term: str) -> str:
-    # FTS5 reads its query as a C string: a NUL would end it inside the quotes.
-    return '"' + _CONTROL.sub(" ", term).replace('"', '""') + '"'
+@functools.cache
+def _english_stemmer() -> Any:
+    import snowballstemmer  # imported on first use: start-up does not pay for it
+
+    return snowballstemmer.stemmer("english")
+
+
+def _bigrams(run: str) -> list[str]:
+    return [run] if len(run) < 2 else [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+def index_terms(text: str) -> list[str]:
+    """What the full-text index stores for a text: Chinese (and other CJK) runs as overlapping
+    character bigrams, so any word inside them can be found whatever a segmenter would have
+    made of it (拿铁 in 喝拿铁咖啡); other words lower-cased and stemmed (paintings -> paint)."""
+    terms: list[str] = []
+    for cjk, word in _TERMS.findall(normalize(text).lower()):
+        if cjk:
+            terms.extend(_bigrams(cjk))
+        else:
+            terms.append(stem(word))
+    return terms
+
+
+def index_text(text: str) -> str:
+    """`index_terms` joined by spaces, for FTS5's unicode61 tokenizer to split again."""
+    return " ".join(index_terms(text))
 
 
 def _wants_prefix(keyword: str) -> bool:
-    # Prefix matching (Pyth*) for whole words only: "c++"* would become c* and match everything,
-    # and two-letter Latin prefixes (go*, ai*) match too much to help.
-    if not keyword.isalnum():
-        return False
-    return is_cjk(keyword[0]) or len(keyword) >= 3
+    # Prefix matching (Pyth*) for whole Latin words of 3+ letters: "c++"* would become c* and
+    # match everything, and two-letter prefixes (go*, ai*) match too much to help.
+    return keyword.isascii() and keyword.isalnum() and len(keyword) >= 3
 
 
-def fts_query(terms: Iterable[str]) -> str:
-    """An FTS5 MATCH expression OR-ing the terms, each quoted so no input is FTS syntax.
+def term_query(keyword: str) -> str | None:
+    """The FTS5 expression for one keyword, in the index's own terms: a Chinese keyword becomes the
+    phrase of its bigrams, a word its stem (with a prefix star), each quoted so nothing in the
+    keyword is FTS syntax. None when the keyword has no indexable characters."""
+    terms = index_terms(keyword)
+    if not terms:
+        return None
+    phrase = '"' + " ".join(terms).replace('"', '""') + '"'
+    return phrase + "*" if len(terms) == 1 and _wants_prefix(keyword) else phrase
 
-    A Chinese term also matches as a phrase of its single characters, which is how the index
-    holds a word jieba did not know (拿铁 indexed as 拿 铁)."""
-    parts: list[str] = []
-    for term in terms:
-        if not term:
-            continue
-        parts.append(_quote(term) + ("*" if _wants_prefix(term) else ""))
-        if len(term) > 1 and all(is_cjk(ch) for ch in term):
-            parts.append(_quote(" ".join(term)))
-    return " OR ".join(parts)
+
+def keyword_query(keyword: str) -> KeywordQuery | None:
+    """The in-memory index's query for one keyword (see `term_query` for the FTS5 form)."""
+    terms = index_terms(keyword)
+    if not terms:
+        return None
+    return KeywordQuery(tuple(terms), prefix=len(terms) == 1 and _wants_prefix(keyword))
+
+
+def fts_query(keywords: Iterable[str]) -> str:
+    """An FTS5 MATCH expression OR-ing the keywords' term queries; never FTS syntax errors."""
+    parts = [q for q in (term_query(k) for k in keywords if k) if q is not None]
+    return " OR ".join(dict.fromkeys(parts))
 
 
 def like_pattern(term: str) -> str:

@@ -4,7 +4,7 @@ done through it commits together, full-text index included, or not at all."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -18,6 +18,7 @@ __all__ = ["IndexFields", "Tx"]
 # (content, key, tags, category) -> the four pre-segmented FTS columns
 IndexFields = Callable[[str, "str | None", Iterable[str], str], tuple[str, ...]]
 
+_LOG_KEEP = 100_000
 _DRAFT_COLUMNS = "content, key, category, tier, importance, confidence, source, tags, session_id, client"
 
 
@@ -47,7 +48,9 @@ class Tx:
 
     async def get(self, seq: int) -> Memory | None:
         row = await (
-            await self._conn.execute(f"SELECT {COLUMNS} FROM memories WHERE seq = ? AND namespace = ?", (seq, self._ns))
+            await self._conn.execute(
+                f"SELECT {COLUMNS} FROM memories WHERE seq = ? AND +namespace = ?", (seq, self._ns)
+            )
         ).fetchone()
         return row_to_memory(row) if row else None
 
@@ -56,7 +59,7 @@ class Tx:
             return []
         marks = ",".join("?" * len(seqs))
         rows = await self._conn.execute_fetchall(
-            f"SELECT {COLUMNS} FROM memories WHERE namespace = ? AND seq IN ({marks})", (self._ns, *seqs)
+            f"SELECT {COLUMNS} FROM memories WHERE +namespace = ? AND seq IN ({marks})", (self._ns, *seqs)
         )
         by_seq = {r[0]: row_to_memory(r) for r in rows}
         return [by_seq[s] for s in seqs if s in by_seq]
@@ -94,6 +97,7 @@ class Tx:
         )
         seq = cursor.lastrowid
         assert seq is not None
+        await self._log([seq])
         await self._conn.execute(
             "INSERT INTO memory_fts (rowid, content, key, tags, category) VALUES (?, ?, ?, ?, ?)",
             (seq, *self._index_fields(draft.content, draft.key, draft.tags, draft.category)),
@@ -101,6 +105,35 @@ class Tx:
         memory = await self.get(seq)
         assert memory is not None
         return memory
+
+    async def insert_many(self, drafts: Sequence[Draft], hashes: Sequence[str], moment: datetime) -> list[int]:
+        """Bulk insert in one statement per table; returns the new seqs in order."""
+        if not drafts:
+            return []
+        now = iso(moment)
+        row = await (await self._conn.execute("SELECT max(seq) FROM memories")).fetchone()
+        seq_row = await (await self._conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'memories'")).fetchone()
+        # AUTOINCREMENT continues after the larger of the two; we hold the write lock, so the new
+        # rows get the next consecutive seqs.
+        first = max(row[0] or 0 if row else 0, seq_row[0] if seq_row else 0) + 1
+        seqs = list(range(first, first + len(drafts)))
+        await self._conn.executemany(
+            f"INSERT INTO memories (seq, namespace, {_DRAFT_COLUMNS}, content_hash, created_at, updated_at,"
+            " last_accessed, access_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
+            [
+                (seq, self._ns, *_draft_values(d), h, now, now, now)
+                for seq, d, h in zip(seqs, drafts, hashes, strict=True)
+            ],
+        )
+        await self._conn.executemany(
+            "INSERT INTO memory_fts (rowid, content, key, tags, category) VALUES (?, ?, ?, ?, ?)",
+            [
+                (seq, *self._index_fields(d.content, d.key, d.tags, d.category))
+                for seq, d in zip(seqs, drafts, strict=True)
+            ],
+        )
+        await self._log(seqs)
+        return seqs
 
     async def replace(self, seq: int, draft: Draft, content_hash: str, moment: datetime, reason: str) -> Memory:
         """Overwrite a memory's value, keeping the old one in `memory_history`."""
@@ -113,9 +146,10 @@ class Tx:
         await self._conn.execute(
             "UPDATE memories SET content = ?, key = ?, category = ?, tier = ?, importance = ?, confidence = ?,"
             " source = ?, tags = ?, session_id = coalesce(?, session_id), client = coalesce(?, client),"
-            " content_hash = ?, updated_at = ? WHERE seq = ? AND namespace = ?",
+            " content_hash = ?, updated_at = ? WHERE seq = ? AND +namespace = ?",
             (*_draft_values(draft), content_hash, iso(moment), seq, self._ns),
         )
+        await self._log([seq])
         await self._conn.execute(
             "UPDATE memory_fts SET content = ?, key = ?, tags = ?, category = ? WHERE rowid = ?",
             (*self._index_fields(draft.content, draft.key, draft.tags, draft.category), seq),
@@ -139,7 +173,7 @@ class Tx:
             return []
         marks = ",".join("?" * len(seqs))
         rows = await self._conn.execute_fetchall(
-            f"SELECT seq FROM memories WHERE namespace = ? AND seq IN ({marks})", (self._ns, *seqs)
+            f"SELECT seq FROM memories WHERE +namespace = ? AND seq IN ({marks})", (self._ns, *seqs)
         )
         found = [r[0] for r in rows]
         if found:
@@ -147,14 +181,24 @@ class Tx:
             await self._conn.execute(f"DELETE FROM memory_history WHERE memory_seq IN ({marks})", found)
             await self._conn.execute(f"DELETE FROM memory_fts WHERE rowid IN ({marks})", found)
             await self._conn.execute(f"DELETE FROM memories WHERE seq IN ({marks})", found)
+            await self._log(found)
         return found
 
-    async def touch(self, seqs: Sequence[int], moment: datetime) -> None:
-        marks = ",".join("?" * len(seqs))
+    async def _log(self, seqs: Sequence[int]) -> None:
+        """Record changed memories for the in-memory indexes of every process (see bm25.py)."""
+        await self._conn.executemany(
+            "INSERT INTO memory_changes (namespace, seq) VALUES (?, ?)", [(self._ns, s) for s in seqs]
+        )
+        # Keep the log bounded; a process that falls further behind rebuilds its index instead.
         await self._conn.execute(
-            f"UPDATE memories SET access_count = access_count + 1, last_accessed = ? "
-            f"WHERE namespace = ? AND seq IN ({marks})",
-            (iso(moment), self._ns, *seqs),
+            "DELETE FROM memory_changes WHERE change <= (SELECT max(change) FROM memory_changes) - ?", (_LOG_KEEP,)
+        )
+
+    async def touch(self, counts: Mapping[int, int], moment: datetime) -> None:
+        """Add `counts[seq]` accesses to each memory and set its last access time."""
+        await self._conn.executemany(
+            "UPDATE memories SET access_count = access_count + ?, last_accessed = ? WHERE seq = ? AND +namespace = ?",
+            [(n, iso(moment), seq, self._ns) for seq, n in counts.items()],
         )
 
     async def touch_session(self, session_id: str, moment: datetime) -> None:

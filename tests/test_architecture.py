@@ -17,6 +17,7 @@ RANKS = {
     "models": 0,
     "schema": 0,
     "segmenter": 0,
+    "bm25": 0,
     "config": 1,
     "tokens": 1,
     "rows": 2,
@@ -38,6 +39,8 @@ OWNERS = {
     "aiosqlite": {"store", "tx"},
     "sqlite3": {"store"},
     "jieba": {"segmenter"},
+    "numpy": {"bm25"},
+    "snowballstemmer": {"tokens"},
     "uvicorn": {"server"},
     "starlette": set(),
 }

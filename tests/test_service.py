@@ -131,10 +131,13 @@ async def test_recall_prefix_and_like_fallback(service: MemoryService) -> None:
     weird = await service.remember(content="门牌号是ABC-7788X", category="fact")
     result = await service.recall(query="7788x")
     assert result.stage in ("fts", "like") and result.hits[0].id == weird.id
-    # The middle of a Chinese word jieba kept whole: only the substring fallback finds it.
-    rare = await service.remember(content="喝拿铁", category="note")
-    fallback = await service.recall(query="拿铁")
-    assert fallback.stage == "like" and fallback.hits[0].id == rare.id
+    # Inside a Chinese word jieba would keep whole: the bigram index finds it.
+    latte = await service.remember(content="喝拿铁", category="note")
+    inside = await service.recall(query="拿铁")
+    assert inside.stage == "fts" and inside.hits[0].id == latte.id
+    # The middle of a word is not an index term: only the substring fallback finds it.
+    fallback = await service.recall(query="88x")
+    assert fallback.stage == "like" and fallback.hits[0].id == weird.id
 
 
 async def test_recall_breakdown_matches_the_formula(service: MemoryService, config: Config) -> None:
@@ -161,9 +164,11 @@ async def test_recall_tracks_access_and_filters(service: MemoryService) -> None:
     assert [h.id for h in only_state.hits] == [a.id]
     only_tag = await service.recall(query="postgresql", tags=["borealis"])
     assert [h.id for h in only_tag.hits] == [b.id]
+    await service.store.flush()  # access is recorded in the background, after the answer
     assert (await service.get(a.id)).access_count == 1
     assert (await service.get(b.id)).access_count == 1
     await service.recall(query="postgresql", track_access=False)
+    await service.store.flush()
     assert (await service.get(a.id)).access_count == 1
 
 
@@ -263,4 +268,4 @@ async def test_stats(service: MemoryService, config: Config) -> None:
     await service.remember(content="y", category="preference")
     stats = await service.stats()
     assert stats.total == 2 and stats.by_category == {"fact": 1, "preference": 1}
-    assert stats.sessions == 1 and stats.db_path == str(config.db_path) and stats.schema_version == 1
+    assert stats.sessions == 1 and stats.db_path == str(config.db_path) and stats.schema_version == 2

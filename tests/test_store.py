@@ -14,10 +14,16 @@ from mcp_memory_server.models import Draft
 from mcp_memory_server.rows import parse_id
 from mcp_memory_server.segmenter import Segmenter
 from mcp_memory_server.store import Store
-from mcp_memory_server.tokens import INDEX_VERSION, fingerprint
+from mcp_memory_server.tokens import INDEX_VERSION, fingerprint, keyword_query
 
 pytestmark = pytest.mark.anyio
 NOW = datetime(2026, 11, 1, tzinfo=UTC)
+
+
+async def _find(store: Store, word: str) -> list[str]:
+    query = keyword_query(word)
+    assert query is not None
+    return [c.id for c in await store.search_index([query], 10)]
 
 
 def _draft(content: str, **kw: object) -> Draft:
@@ -45,11 +51,11 @@ def _counts(config: Config) -> tuple[int, int, int]:
 
 async def test_migrations_are_recorded_once(config: Config, segmenter: Segmenter) -> None:
     async with Store(config, segmenter) as store:
-        assert await store.schema_version() == 1
+        assert await store.schema_version() == 2
     async with Store(config, segmenter) as store:  # reopening applies nothing again
-        assert await store.schema_version() == 1
+        assert await store.schema_version() == 2
     db = sqlite3.connect(config.db_path)
-    assert db.execute("SELECT count(*) FROM schema_migrations").fetchone()[0] == 1
+    assert db.execute("SELECT count(*) FROM schema_migrations").fetchone()[0] == 2
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert db.execute("SELECT value FROM meta WHERE name = 'index_version'").fetchone()[0] == str(INDEX_VERSION)
     db.close()
@@ -69,13 +75,13 @@ async def test_open_reports_an_unusable_path(tmp_path: object, segmenter: Segmen
 async def test_index_follows_insert_replace_delete(store: Store, config: Config) -> None:
     seq = await _insert(store, "我每天早上喝一杯拿铁咖啡", category="preference")
     assert _counts(config) == (1, 1, 0)
-    assert [c.memory.id for c in await store.search_fts('"咖啡"*', 10)] == [f"mem_{seq}"]
+    assert await _find(store, "咖啡") == [f"mem_{seq}"]
 
     async with store.transaction() as tx:
         await tx.replace(seq, _draft("我每天早上喝一杯美式", category="preference"), "h", NOW, "updated")
     assert _counts(config) == (1, 1, 1)
-    assert await store.search_fts('"咖啡"*', 10) == []
-    assert len(await store.search_fts('"美式"*', 10)) == 1
+    assert await _find(store, "咖啡") == []
+    assert await _find(store, "美式") == [f"mem_{seq}"]
 
     async with store.transaction() as tx:
         assert await tx.delete([seq, 999]) == [seq]
@@ -99,7 +105,7 @@ async def test_index_is_rebuilt_when_its_version_changes(store: Store, config: C
     db.commit()
     db.close()
     async with Store(config, segmenter) as reopened:
-        assert len(await reopened.search_fts('"拼音"*', 10)) == 1
+        assert len(await _find(reopened, "拼音")) == 1
     assert _counts(config) == (1, 1, 0)
 
 
@@ -121,7 +127,8 @@ async def test_namespaces_do_not_see_each_other(config: Config, segmenter: Segme
     async with Store(config, segmenter, namespace="alice") as alice, Store(config, segmenter, namespace="bob") as bob:
         seq = await _insert(alice, "Alice's secret recipe uses cardamom")
         assert await bob.get(seq) is None
-        assert await bob.search_fts('"cardamom"*', 10) == []
+        assert await _find(bob, "cardamom") == []
+        assert await _find(alice, "cardamom") == [f"mem_{seq}"]
         async with bob.transaction() as tx:
             assert await tx.delete([seq]) == []
         assert await alice.get(seq) is not None
@@ -132,3 +139,33 @@ def test_parse_id() -> None:
     assert parse_id(" mem_7 ") == 7
     for bad in ("mem_", "mem_x", "memo_1", "12", "mem_-1", "mem_١٢", "mem_" + "9" * 30):
         assert parse_id(bad) is None
+
+
+async def test_index_follows_writes_of_another_connection(config: Config, segmenter: Segmenter) -> None:
+    # Each process keeps its own in-memory index; the change log keeps it in step with the others.
+    async with Store(config, segmenter) as a, Store(config, segmenter) as b:
+        assert await _find(b, "cardamom") == []  # b builds its index now, before a writes
+        seq = await _insert(a, "Cardamom buns from the bakery on Linnégatan")
+        assert await _find(b, "cardamom") == [f"mem_{seq}"]
+        async with a.transaction() as tx:
+            await tx.replace(seq, _draft("Cinnamon buns from the bakery"), "h", NOW, "updated")
+        assert await _find(b, "cardamom") == []
+        assert await _find(b, "cinnamon") == [f"mem_{seq}"]
+        async with a.transaction() as tx:
+            await tx.delete([seq])
+        assert await _find(b, "cinnamon") == []
+
+
+def test_bm25_ranks_rare_terms_higher_and_compacts() -> None:
+    from mcp_memory_server.bm25 import Bm25Index, KeywordQuery
+
+    index = Bm25Index.build([(1, ["tea", "green"]), (2, ["tea", "black"]), (3, ["coffee", "black"])])
+    ranked = index.search([KeywordQuery(("tea",)), KeywordQuery(("green",))], 10, feedback_docs=0)
+    assert [seq for seq, _ in ranked] == [1, 2]
+    assert index.search([KeywordQuery(("bla",), prefix=True)], 10, feedback_docs=0)[0][0] in (2, 3)
+    assert index.search([KeywordQuery(("雾凇", "凇拼"))], 10) == []  # every term of a phrase must occur
+    for seq in range(10, 2000):
+        index.add(seq, ["filler"])
+    for seq in range(10, 2000):
+        index.remove(seq)
+    assert index.needs_compaction() and len(index) == 3

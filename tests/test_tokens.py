@@ -25,11 +25,12 @@ def test_chinese_query_keywords(segmenter: Segmenter) -> None:
     assert keywords(segmenter.cut("What do I usually drink in the morning?")) == ["usually", "drink", "morning"]
 
 
-def test_search_mode_indexes_sub_words(segmenter: Segmenter) -> None:
-    text = index_text(segmenter.cut_for_search("我在用雾凇拼音输入法"))
-    assert "雾凇" in text.split()
-    assert "拼音" in text.split()
-    assert "python" in index_text(segmenter.cut_for_search("我喜欢用Python写代码")).split()
+def test_index_terms_are_cjk_bigrams_and_stemmed_words() -> None:
+    terms = index_text("我在用雾凇拼音输入法").split()
+    assert "雾凇" in terms and "拼音" in terms and "凇拼" in terms
+    assert index_text("我喜欢用Python写代码").split() == ["我喜", "喜欢", "欢用", "python", "写代", "代码"]
+    assert index_text("She was painting sunrises, running daily") == "she was paint sunris run daili"
+    assert index_text("ＡＢＣ-1234 猫") == "abc 1234 猫"
 
 
 def test_normalize_folds_full_width_and_control_characters() -> None:
@@ -50,9 +51,11 @@ def test_fts_query_never_raises(hostile: str) -> None:
 
 def test_prefix_terms() -> None:
     assert fts_query(["pyth"]) == '"pyth"*'
-    assert fts_query(["咖啡"]) == '"咖啡"* OR "咖 啡"'
+    assert fts_query(["咖啡"]) == '"咖啡"'
+    assert fts_query(["雾凇拼音"]) == '"雾凇 凇拼 拼音"'  # the phrase of its bigrams
     assert fts_query(["go"]) == '"go"'  # two Latin letters: too short to prefix
-    assert fts_query(["c++"]) == '"c++"'
+    assert fts_query(["c++"]) == '"c"'
+    assert fts_query(["paintings", "😀"]) == '"paint"*'
 
 
 def test_like_pattern_escapes_wildcards() -> None:
@@ -95,7 +98,7 @@ def test_unknown_chinese_words_are_joined_back(segmenter: Segmenter) -> None:
     assert segmenter.cut("拿铁") == ["拿", "铁"]  # jieba does not know the word
     assert keywords(segmenter.cut("拿铁")) == ["拿铁"]
     assert keywords(segmenter.cut("我喝什么咖啡")) == ["咖啡"]  # function words are not joined
-    assert '"拿 铁"' in fts_query(["拿铁"])
+    assert fts_query(["拿铁"]) == '"拿铁"'
 
 
 def test_numbers_keep_facts_apart() -> None:

@@ -1,0 +1,178 @@
+"""The retrievers compared by `benchmarks.retrieval`: ours (in-process and over stdio) and the
+baselines. Each indexes one corpus, then answers queries with a ranked list of memory ids."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sqlite3
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol
+
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from mcp_memory_server.config import Config
+from mcp_memory_server.segmenter import Segmenter
+from mcp_memory_server.service import MemoryService
+from mcp_memory_server.store import Store
+
+Memories = Sequence[tuple[str, str, str]]
+
+
+class Retriever(Protocol):
+    name: str
+
+    async def open(self, memories: Memories) -> None: ...
+
+    async def search(self, query: str, k: int) -> list[str]: ...
+
+    async def close(self) -> None: ...
+
+
+class _OursBase:
+    """Loads a corpus into a fresh database through the service's bulk import."""
+
+    def __init__(self, segmenter: Segmenter, config_changes: dict[str, object] | None = None) -> None:
+        self.segmenter = segmenter
+        self.config_changes = config_changes or {}
+        self.tmp = Path(tempfile.mkdtemp(prefix="mms-bench-"))
+        self.ids: dict[str, str] = {}  # our memory id -> corpus id
+
+    def config(self) -> Config:
+        base = Config.from_env({}, db_path=self.tmp / "bench.db", cache_dir=self.segmenter_cache())
+        return base.with_changes(**self.config_changes) if self.config_changes else base
+
+    def segmenter_cache(self) -> Path:
+        return Path(os.environ.get("MCP_MEMORY_CACHE_DIR", Path(tempfile.gettempdir()) / "mms-bench-cache"))
+
+    async def load(self, memories: Memories) -> None:
+        async with Store(self.config(), self.segmenter) as store:
+            ours = await MemoryService(store).import_memories(
+                [{"content": text[:2000], "category": category} for _, text, category in memories]
+            )
+        self.ids = dict(zip(ours, (m[0] for m in memories), strict=True))
+
+    async def close(self) -> None:
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+class OursInProcess(_OursBase):
+    """The default retriever through the same service function the `recall` tool calls."""
+
+    name = "ours (in-process)"
+
+    async def open(self, memories: Memories) -> None:
+        await self.load(memories)
+        self.store = Store(self.config(), self.segmenter)
+        await self.store.open()
+        self.service = MemoryService(self.store)
+
+    async def search(self, query: str, k: int) -> list[str]:
+        result = await self.service.recall(query=query[:2000], limit=k)
+        return [self.ids[h.id] for h in result.hits]
+
+    async def close(self) -> None:
+        await self.store.close()
+        await super().close()
+
+
+class OursStdio(_OursBase):
+    """The installed server as a stdio subprocess, queried through the real `recall` tool."""
+
+    name = "ours (stdio)"
+
+    async def open(self, memories: Memories) -> None:
+        await self.load(memories)
+        command = shutil.which("mcp-memory-server", path=str(Path(sys.executable).parent))
+        assert command, "install the package first"
+        env = {
+            **os.environ,
+            "MCP_MEMORY_DB": str(self.config().db_path),
+            "MCP_MEMORY_CACHE_DIR": str(self.segmenter_cache()),
+            "MCP_MEMORY_LOG_LEVEL": "ERROR",
+        }
+        self.client = Client(StdioServerParameters(command=command, env=env))
+        await self.client.__aenter__()
+
+    async def search(self, query: str, k: int) -> list[str]:
+        result = await self.client.call_tool("recall", {"query": query[:2000], "limit": k})
+        assert not result.is_error and result.structured_content is not None, result.content
+        return [self.ids[h["id"]] for h in result.structured_content["hits"]]
+
+    async def close(self) -> None:
+        await self.client.__aexit__(None, None, None)
+        await super().close()
+
+
+_WORD = re.compile(r"\w+")
+
+
+class PlainFts5:
+    """SQLite FTS5 with the unicode61 tokenizer on the raw text, BM25 ranking, the query's words
+    OR-ed: what a memory server gets from SQLite with no segmentation."""
+
+    name = "FTS5 unicode61 BM25"
+    tokenize = "unicode61 remove_diacritics 2"
+
+    async def open(self, memories: Memories) -> None:
+        self.db = sqlite3.connect(":memory:")
+        self.db.execute(f"CREATE VIRTUAL TABLE t USING fts5(id UNINDEXED, body, tokenize = '{self.tokenize}')")
+        self.db.executemany("INSERT INTO t VALUES (?, ?)", [(m[0], m[1]) for m in memories])
+
+    def match(self, query: str) -> str:
+        return " OR ".join('"' + w.replace('"', '""') + '"' for w in _WORD.findall(query.lower()))
+
+    async def search(self, query: str, k: int) -> list[str]:
+        expression = self.match(query)
+        if not expression:
+            return []
+        rows = self.db.execute("SELECT id FROM t WHERE t MATCH ? ORDER BY bm25(t) LIMIT ?", (expression, k))
+        return [r[0] for r in rows]
+
+    async def close(self) -> None:
+        self.db.close()
+
+
+class TrigramFts5(PlainFts5):
+    """SQLite FTS5 with the trigram tokenizer (substring search, works for Chinese): the query's
+    words of 3+ letters and every 3-character piece of its Chinese runs, OR-ed, BM25 ranking."""
+
+    name = "FTS5 trigram BM25"
+    tokenize = "trigram"
+
+    def match(self, query: str) -> str:
+        pieces: list[str] = []
+        for word in _WORD.findall(query.lower()):
+            if word.isascii():
+                pieces.append(word)
+            else:  # a Chinese run has no spaces: its 3-character pieces, as the tokenizer indexes them
+                pieces.extend(word[i : i + 3] for i in range(max(1, len(word) - 2)))
+        pieces = [p for p in dict.fromkeys(pieces) if len(p) >= 3]
+        return " OR ".join('"' + p.replace('"', '""') + '"' for p in pieces)
+
+
+class OfficialRetriever:
+    """The official reference server `@modelcontextprotocol/server-memory` over stdio: each memory
+    an entity whose one observation is the text, `search_nodes` as the query (benchmarks/official.py)."""
+
+    name = "official server-memory"
+
+    async def open(self, memories: Memories) -> None:
+        from .official import OfficialServer
+
+        self.tmp = Path(tempfile.mkdtemp(prefix="mms-official-"))
+        self.server = OfficialServer(self.tmp)
+        await self.server.__aenter__()
+        await self.server.load([(m[0], m[1]) for m in memories])
+
+    async def search(self, query: str, k: int) -> list[str]:
+        return (await self.server.search(query))[:k]
+
+    async def close(self) -> None:
+        await self.server.__aexit__(None, None, None)
+        shutil.rmtree(self.tmp, ignore_errors=True)
