@@ -11,20 +11,8 @@ BENCH_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "bench"
 
 
 def locomo_turns() -> list[str]:
-    """Every LoCoMo dialog turn as '[date] Speaker: text'."""
-    turns: list[str] = []
-    for sample in json.loads((BENCH_DIR / "locomo10.json").read_text(encoding="utf-8")):
-        conv = sample["conversation"]
-        n = 1
-        while f"session_{n}" in conv:
-            date = conv.get(f"session_{n}_date_time", "")
-            for turn in conv[f"session_{n}"]:
-                text = f"[{date}] {turn['speaker']}: {turn['text']}"
-                if turn.get("blip_caption"):
-                    text += f" (image: {turn['blip_caption']})"
-                turns.append(text)
-            n += 1
-    return turns
+    """Every LoCoMo dialog turn as '[date] Speaker: text' (the memories of `locomo()`)."""
+    return [text for corpus in locomo() for _, text, _ in corpus.memories]
 
 
 _EVIDENCE = re.compile(r"D:?(\d+):0*(\d+)")
