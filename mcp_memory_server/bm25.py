@@ -44,6 +44,7 @@ class Bm25Index:
         self._terms: list[str] = []
         self._docs: list[array[int]] = []  # per term: doc numbers
         self._tfs: list[array[float]] = []  # per term: term frequencies
+        self._sizes = array("i")  # per term: postings, dead ones included (a cheap document frequency)
         self._seqs = array("q")
         self._lengths = array("f")
         self._alive = bytearray()
@@ -79,9 +80,11 @@ class Bm25Index:
                 self._terms.append(term)
                 self._docs.append(array("i"))
                 self._tfs.append(array("f"))
+                self._sizes.append(0)
                 self._sorted_terms = None
             self._docs[tid].append(doc)
             self._tfs[tid].append(float(count))
+            self._sizes[tid] += 1
             forward.append(tid)
         self._forward.append(forward)
 
@@ -101,6 +104,8 @@ class Bm25Index:
             return None
         docs = np.frombuffer(self._docs[tid], dtype=np.int32)
         tfs = np.frombuffer(self._tfs[tid], dtype=np.float32)
+        if alive is None:
+            return docs, tfs
         keep = alive[docs]
         return (docs, tfs) if keep.all() else (docs[keep], tfs[keep])
 
@@ -159,7 +164,8 @@ class Bm25Index:
         live = len(self._doc_of)
         if live == 0 or not queries:
             return []
-        alive = np.frombuffer(self._alive, dtype=np.uint8).view(bool)
+        # Without dead documents no posting needs filtering.
+        alive = np.frombuffer(self._alive, dtype=np.uint8).view(bool) if self.dead else None
         if self._norm is None:
             lengths = np.frombuffer(self._lengths, dtype=np.float32)
             average = max(self._live_length / live, 1.0)
@@ -197,7 +203,7 @@ class Bm25Index:
             return
         tids = np.concatenate([np.frombuffer(self._forward[self._doc_of[seq]], dtype=np.int32) for seq, _ in top])
         unique, counts = np.unique(tids, return_counts=True)
-        sizes = np.fromiter((len(self._docs[t]) for t in unique), dtype=np.float32, count=unique.size)
+        sizes = np.frombuffer(self._sizes, dtype=np.int32)[unique].astype(np.float32)
         # A term seen in several top documents, and rare elsewhere, says most about the topic.
         value = counts * np.log(1 + (live - sizes + 0.5) / (sizes + 0.5))
         value[sizes < 2] = 0
@@ -206,7 +212,9 @@ class Bm25Index:
         added = 0
         for position in np.argsort(-value)[: terms + len(used)]:
             tid = int(unique[position])
-            if tid in used or value[position] <= 0:
+            if value[position] <= 0:
+                break
+            if tid in used:
                 continue
             found = self._postings(self._terms[tid], alive)
             if found is None:

@@ -20,11 +20,26 @@ __all__ = ["Scored", "extract_keywords", "recall", "score_candidates"]
 _TOPIC_KEYWORDS = 5
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Scored:
+    """A candidate's final score and its parts: keyword, category, recency, frequency,
+    confidence, topic boost (plain floats; the pydantic Breakdown is built for returned hits only)."""
+
     candidate: Candidate
     score: float
-    breakdown: Breakdown
+    parts: tuple[float, float, float, float, float, float]
+
+    @property
+    def breakdown(self) -> Breakdown:
+        keyword, category, recency, frequency, confidence, boost = self.parts
+        return Breakdown(
+            keyword=round(keyword, 4),
+            category=category,
+            recency=round(recency, 4),
+            frequency=round(frequency, 4),
+            confidence=confidence,
+            topic_boost=boost,
+        )
 
     def hit(self) -> Hit:
         r = self.candidate.row
@@ -81,15 +96,7 @@ def score_candidates(
             + w.frequency * frequency
             + w.confidence * r[6]
         ) * boost
-        breakdown = Breakdown(
-            keyword=round(keyword, 4),
-            category=category,
-            recency=round(recency, 4),
-            frequency=round(frequency, 4),
-            confidence=r[6],
-            topic_boost=boost,
-        )
-        scored.append(Scored(cand, total, breakdown))
+        scored.append(Scored(cand, total, (keyword, category, recency, frequency, r[6], boost)))
     # Ties go to the most recently updated (ISO timestamps sort as text).
     scored.sort(key=lambda s: (s.score, s.candidate.row[12]), reverse=True)
     return scored

@@ -29,6 +29,7 @@ from .tx import Tx
 __all__ = ["Store"]
 
 _BEGIN_ATTEMPTS = 8
+_TOUCH_DELAY = 0.5  # seconds between a recall and the write of its access statistics
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +47,7 @@ class Store:
         self._lock = anyio.Lock()
         self._bm25: Bm25Index | None = None
         self._pending_touches: dict[int, int] = {}
-        self._pending_moment = utcnow()
+        self._pending_moment = ""
         self._flusher: asyncio.Task[None] | None = None
         self._bm25_change = 0
 
@@ -200,40 +201,57 @@ class Store:
         category: str | None = None,
         tags: Sequence[str] | None = None,
     ) -> list[Candidate]:
-        """Candidates by BM25 from the in-memory index; `raw` is the BM25 score (higher is better)."""
+        """Candidates by BM25 from the in-memory index; `raw` is the BM25 score (higher is better).
+
+        One database round trip in the common case: the index is searched as it stands, and the
+        query fetching the candidates' rows also reads the newest change number. Only when another
+        write has landed since the index was brought up to date is it synced and searched again."""
         where, args = filters(category, tags)
+        # Filters are applied to the rows, so a filtered search ranks a wider pool first.
+        pool = limit if not where else max(limit * 10, 500)
         async with self._read() as conn:
-            index = await self._synced_index(conn)
-            # Filters are applied to the rows, so a filtered search ranks a wider pool first.
-            pool = limit if not where else max(limit * 10, 500)
-            c = self.config
-            ranked = index.search(
-                queries,
-                pool,
-                feedback_docs=c.feedback_docs,
-                feedback_terms=c.feedback_terms,
-                feedback_weight=c.feedback_weight,
-                coordination=c.coordination,
-            )
-            if not ranked:
-                return []
-            marks = ",".join("?" * len(ranked))
-            rows = await conn.execute_fetchall(
-                f"SELECT {M_COLUMNS} FROM memories m WHERE +m.namespace = ? AND m.seq IN ({marks}){where}",
-                (self.namespace, *(seq for seq, _ in ranked), *args),
-            )
-        by_seq = {r[0]: tuple(r) for r in rows}
+            if self._bm25 is None:
+                await self._synced_index(conn, None)
+            for _ in range(3):
+                assert self._bm25 is not None
+                c = self.config
+                ranked = self._bm25.search(
+                    queries,
+                    pool,
+                    feedback_docs=c.feedback_docs,
+                    feedback_terms=c.feedback_terms,
+                    feedback_weight=c.feedback_weight,
+                    coordination=c.coordination,
+                )
+                marks = ",".join("?" * len(ranked))
+                rows = await conn.execute_fetchall(
+                    "SELECT c.newest, c.oldest, m.* FROM (SELECT (SELECT max(change) FROM memory_changes) AS newest,"
+                    " (SELECT min(change) FROM memory_changes) AS oldest) AS c"
+                    f" LEFT JOIN (SELECT {M_COLUMNS} FROM memories m WHERE +m.namespace = ?"
+                    f" AND m.seq IN ({marks}){where}) AS m ON 1",
+                    (self.namespace, *(seq for seq, _ in ranked), *args),
+                )
+                rows = list(rows)
+                if (rows[0][0] or 0) == self._bm25_change:
+                    break
+                await self._synced_index(conn, (rows[0][0] or 0, rows[0][1] or 0))
+        by_seq = {r[2]: self._with_pending(r[2:]) for r in rows if r[2] is not None}
         found = [Candidate(by_seq[seq], score) for seq, score in ranked if seq in by_seq]
         return found[:limit]
 
-    async def _synced_index(self, conn: aiosqlite.Connection) -> Bm25Index:
-        """The in-memory index, brought up to date with every change committed since it was read."""
-        row = await (
-            await conn.execute(
-                "SELECT (SELECT max(change) FROM memory_changes), (SELECT min(change) FROM memory_changes)"
+    async def _synced_index(self, conn: aiosqlite.Connection, changes: tuple[int, int] | None) -> Bm25Index:
+        """The in-memory index, brought up to date with every change committed since it was read.
+        `changes` is (newest, oldest) change number when the caller has just read them."""
+        if changes is None:
+            row = next(
+                iter(
+                    await conn.execute_fetchall(
+                        "SELECT (SELECT max(change) FROM memory_changes), (SELECT min(change) FROM memory_changes)"
+                    )
+                )
             )
-        ).fetchone()
-        newest, oldest = (row[0] or 0, row[1] or 0) if row else (0, 0)
+            changes = (row[0] or 0, row[1] or 0)
+        newest, oldest = changes
         index = self._bm25
         if index is not None and index.needs_compaction():
             index = None
@@ -289,7 +307,7 @@ class Store:
                 f"WHERE m.namespace = ?{where}) WHERE found > 0 ORDER BY found DESC, updated_at DESC LIMIT ?",
                 (*patterns, self.namespace, *args, limit),
             )
-        return [Candidate(tuple(r[:15]), float(r[15]) / len(terms)) for r in rows]
+        return [Candidate(self._with_pending(r), float(r[15]) / len(terms)) for r in rows]
 
     async def list_page(
         self,
@@ -386,28 +404,44 @@ class Store:
     # ---- small writes that need no decision ---------------------------------------------------
 
     def touch(self, seqs: Sequence[int], moment: datetime) -> None:
-        """Access tracking after recall (count and time of last access, not `updated_at`), written
-        by a background task so the caller gets its answer first; recalls that come in while a
-        write is pending share one transaction. `flush()` waits for it; `close()` flushes."""
+        """Access tracking after recall (count and time of last access, not `updated_at`).
+
+        Written by a background task up to `_TOUCH_DELAY` later, so a recall never waits for a write
+        and a burst of recalls shares one transaction. Until then this process's searches add the
+        pending counts to the rows they read, so ranking does not depend on when the write lands.
+        `flush()` writes now; `close()` flushes."""
         for seq in seqs:
             self._pending_touches[seq] = self._pending_touches.get(seq, 0) + 1
-        self._pending_moment = moment
+        self._pending_moment = iso(moment)
         if self._pending_touches and self._flusher is None:
-            self._flusher = asyncio.get_running_loop().create_task(self._flush_touches())
+            self._flusher = asyncio.get_running_loop().create_task(self._flush_later())
 
     async def flush(self) -> None:
-        """Wait until every access recorded so far is written."""
-        while self._flusher is not None:
-            await asyncio.shield(self._flusher)
+        """Write every access recorded so far."""
+        flusher, self._flusher = self._flusher, None
+        if flusher is not None:
+            flusher.cancel()
+        await self._write_touches()
 
-    async def _flush_touches(self) -> None:
-        try:
-            while self._pending_touches and self._conn is not None:
-                pending, self._pending_touches = self._pending_touches, {}
-                try:
-                    async with self.transaction() as tx:
-                        await tx.touch(pending, self._pending_moment)
-                except MemoryServerError as exc:  # access statistics are not worth failing over
-                    log.warning("could not record memory access: %s", exc)
-        finally:
-            self._flusher = None
+    async def _flush_later(self) -> None:
+        await asyncio.sleep(_TOUCH_DELAY)
+        self._flusher = None
+        await self._write_touches()
+
+    async def _write_touches(self) -> None:
+        if not self._pending_touches or self._conn is None:
+            return
+        async with self._lock:
+            pending, self._pending_touches = self._pending_touches, {}
+            try:
+                async with self._begin():
+                    await self._tx().touch(pending, self._pending_moment)
+            except (sqlite3.Error, MemoryServerError) as exc:  # access statistics are not worth failing over
+                log.warning("could not record memory access: %s", exc)
+
+    def _with_pending(self, row: Sequence[Any]) -> tuple[Any, ...]:
+        """A memory row with this process's not-yet-written accesses added."""
+        extra = self._pending_touches.get(row[0])
+        if not extra:
+            return tuple(row[:15])
+        return (*row[:13], self._pending_moment, row[14] + extra)

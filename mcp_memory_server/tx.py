@@ -194,11 +194,11 @@ class Tx:
             "DELETE FROM memory_changes WHERE change <= (SELECT max(change) FROM memory_changes) - ?", (_LOG_KEEP,)
         )
 
-    async def touch(self, counts: Mapping[int, int], moment: datetime) -> None:
-        """Add `counts[seq]` accesses to each memory and set its last access time."""
+    async def touch(self, counts: Mapping[int, int], at: str) -> None:
+        """Add `counts[seq]` accesses to each memory and set its last access time (ISO 8601)."""
         await self._conn.executemany(
             "UPDATE memories SET access_count = access_count + ?, last_accessed = ? WHERE seq = ? AND +namespace = ?",
-            [(n, iso(moment), seq, self._ns) for seq, n in counts.items()],
+            [(n, at, seq, self._ns) for seq, n in counts.items()],
         )
 
     async def touch_session(self, session_id: str, moment: datetime) -> None:
