@@ -44,7 +44,9 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202f\u
 
 def normalize(text: str) -> str:
     """NFKC (full-width letters and digits become ASCII) and control characters become spaces."""
-    return _CONTROL.sub(" ", unicodedata.normalize("NFKC", text))
+    if not text.isascii():  # NFKC leaves ASCII as it is; most English text skips the work
+        text = unicodedata.normalize("NFKC", text)
+    return _CONTROL.sub(" ", text)
 
 
 def is_cjk(char: str) -> bool:
@@ -175,8 +177,16 @@ def like_pattern(term: str) -> str:
     return f"%{escaped}%"
 
 
+_NOT_ALNUM = re.compile(r"[\W_]+")
+
+
+def _squeeze(text: str) -> str:
+    """Letters and digits only, case-folded: what two texts must share to be the same memory."""
+    return _NOT_ALNUM.sub("", normalize(text).casefold())
+
+
 def _shingles(text: str) -> set[str]:
-    squeezed = "".join(ch for ch in normalize(text).casefold() if ch.isalnum())
+    squeezed = _squeeze(text)
     if len(squeezed) < 2:
         return {squeezed} if squeezed else set()
     return {squeezed[i : i + 2] for i in range(len(squeezed) - 1)}
@@ -205,5 +215,5 @@ def fingerprint(text: str) -> str:
     """Hash of the text ignoring case, spacing and punctuation: equal fingerprints, same memory."""
     import hashlib
 
-    squeezed = "".join(ch for ch in normalize(text).casefold() if ch.isalnum()) or text.strip()
+    squeezed = _squeeze(text) or text.strip()
     return hashlib.sha1(squeezed.encode("utf-8")).hexdigest()

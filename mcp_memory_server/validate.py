@@ -4,7 +4,6 @@ runs before anything is written, so bad input changes nothing."""
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Iterable
 from typing import cast, get_args
 
@@ -32,9 +31,13 @@ MAX_ID_LIST = 200
 _SEPARATORS = re.compile(r"[\s\-./]+")
 
 
+# Unicode category Cc, except newline and tab.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
 def _clean(value: str) -> str:
     """Control characters out (NUL included), surrounding whitespace trimmed; text otherwise kept."""
-    return "".join(ch for ch in value if ch in "\n\t" or unicodedata.category(ch) != "Cc").strip()
+    return _CONTROL.sub("", value).strip()
 
 
 def text(value: str, *, field: str, limit: int) -> str:
