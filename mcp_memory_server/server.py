@@ -12,6 +12,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, TypeVar
 
+import anyio
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
@@ -85,6 +86,13 @@ async def _resource(call: Awaitable[T]) -> T:
         raise ResourceError(str(exc)) from exc
 
 
+async def _warm(store: Store) -> None:
+    try:
+        await store.warm()
+    except MemoryServerError as exc:  # the first recall will try again and report it
+        log.warning("could not build the search index at start: %s", exc)
+
+
 def build_server(config: Config, segmenter: Segmenter | None = None) -> MCPServer[AppState]:
     """A ready-to-run server; the database opens when it starts, jieba loads in the background."""
     seg = segmenter or Segmenter(config.cache_dir)
@@ -92,8 +100,12 @@ def build_server(config: Config, segmenter: Segmenter | None = None) -> MCPServe
     @asynccontextmanager
     async def lifespan(_: MCPServer[AppState]) -> AsyncIterator[AppState]:
         seg.start()
-        async with Store(config, seg) as store:
+        async with Store(config, seg) as store, anyio.create_task_group() as tasks:
+            # The search index is built in the background: start-up does not wait for it, and
+            # the first recall usually finds it ready.
+            tasks.start_soon(_warm, store)
             yield AppState(config=config, store=store, service=MemoryService(store))
+            tasks.cancel_scope.cancel()
 
     server: MCPServer[AppState] = MCPServer(
         SERVER_NAME,

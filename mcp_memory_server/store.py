@@ -15,10 +15,12 @@ from typing import Any
 
 import aiosqlite
 import anyio
+import anyio.to_thread
 
-from .bm25 import Bm25Index, KeywordQuery
+from .bm25 import KeywordQuery
 from .config import Config
 from .errors import MemoryServerError, StoreError
+from .live_index import LiveIndex
 from .models import Memory, SessionState, Stats
 from .rows import M_COLUMNS, ORDER_COLUMNS, Candidate, Page, filters, iso, row_to_memory, utcnow
 from .schema import MIGRATIONS
@@ -45,11 +47,10 @@ class Store:
         # One unit of work at a time on the connection: a transaction must not see another
         # coroutine's statements run inside it.
         self._lock = anyio.Lock()
-        self._bm25: Bm25Index | None = None
+        self._live = LiveIndex(config, namespace)
         self._pending_touches: dict[int, int] = {}
         self._pending_moment = ""
         self._flusher: asyncio.Task[None] | None = None
-        self._bm25_change = 0
 
     async def __aenter__(self) -> Store:
         await self.open()
@@ -210,12 +211,10 @@ class Store:
         # Filters are applied to the rows, so a filtered search ranks a wider pool first.
         pool = limit if not where else max(limit * 10, 500)
         async with self._read() as conn:
-            if self._bm25 is None:
-                await self._synced_index(conn, None)
+            index = self._live.index or await self._live.sync(conn, None)
             for _ in range(3):
-                assert self._bm25 is not None
                 c = self.config
-                ranked = self._bm25.search(
+                ranked = index.search(
                     queries,
                     pool,
                     feedback_docs=c.feedback_docs,
@@ -232,65 +231,18 @@ class Store:
                     (self.namespace, *(seq for seq, _ in ranked), *args),
                 )
                 rows = list(rows)
-                if (rows[0][0] or 0) == self._bm25_change:
+                if (rows[0][0] or 0) == self._live.change:
                     break
-                await self._synced_index(conn, (rows[0][0] or 0, rows[0][1] or 0))
+                index = await self._live.sync(conn, (rows[0][0] or 0, rows[0][1] or 0))
         by_seq = {r[2]: self._with_pending(r[2:]) for r in rows if r[2] is not None}
         found = [Candidate(by_seq[seq], score) for seq, score in ranked if seq in by_seq]
         return found[:limit]
 
-    async def _synced_index(self, conn: aiosqlite.Connection, changes: tuple[int, int] | None) -> Bm25Index:
-        """The in-memory index, brought up to date with every change committed since it was read.
-        `changes` is (newest, oldest) change number when the caller has just read them."""
-        if changes is None:
-            row = next(
-                iter(
-                    await conn.execute_fetchall(
-                        "SELECT (SELECT max(change) FROM memory_changes), (SELECT min(change) FROM memory_changes)"
-                    )
-                )
-            )
-            changes = (row[0] or 0, row[1] or 0)
-        newest, oldest = changes
-        index = self._bm25
-        if index is not None and index.needs_compaction():
-            index = None
-        if index is not None and oldest > self._bm25_change + 1:
-            index = None  # the log was pruned past what we have seen: start again
-        if index is None:
-            rows = await conn.execute_fetchall(
-                "SELECT f.rowid, f.content, f.key, f.tags FROM memory_fts f JOIN memories m ON m.seq = f.rowid"
-                " WHERE m.namespace = ?",
-                (self.namespace,),
-            )
-            index = Bm25Index.build(
-                ((r[0], f"{r[1]} {r[2]} {r[3]}".split()) for r in rows), self.config.bm25_k1, self.config.bm25_b
-            )
-        elif newest > self._bm25_change:
-            changed = [
-                r[0]
-                for r in await conn.execute_fetchall(
-                    "SELECT DISTINCT seq FROM memory_changes WHERE change > ? AND namespace = ?",
-                    (self._bm25_change, self.namespace),
-                )
-            ]
-            for start in range(0, len(changed), 500):
-                chunk = changed[start : start + 500]
-                marks = ",".join("?" * len(chunk))
-                rows = await conn.execute_fetchall(
-                    f"SELECT f.rowid, f.content, f.key, f.tags FROM memory_fts f JOIN memories m ON m.seq = f.rowid"
-                    f" WHERE m.namespace = ? AND f.rowid IN ({marks})",
-                    (self.namespace, *chunk),
-                )
-                current = {r[0]: f"{r[1]} {r[2]} {r[3]}".split() for r in rows}
-                for seq in chunk:
-                    if seq in current:
-                        index.add(seq, current[seq])
-                    else:
-                        index.remove(seq)
-        self._bm25 = index
-        self._bm25_change = newest
-        return index
+    async def warm(self) -> None:
+        """Build the in-memory index ahead of the first recall (the server calls this at start)."""
+        async with self._read() as conn:
+            if self._live.index is None:
+                await self._live.sync(conn, None)
 
     async def search_like(
         self, terms: Sequence[str], limit: int, category: str | None = None, tags: Sequence[str] | None = None

@@ -23,6 +23,7 @@ RANKS = {
     "rows": 2,
     "validate": 3,
     "tx": 3,
+    "live_index": 3,
     "store": 4,
     "retrieve": 5,
     "service": 6,
@@ -36,7 +37,7 @@ RANKS = {
 OWNERS = {
     "mcp": {"server"},
     "mcp_types": {"server"},
-    "aiosqlite": {"store", "tx"},
+    "aiosqlite": {"store", "tx", "live_index"},
     "sqlite3": {"store"},
     "jieba": {"segmenter"},
     "numpy": {"bm25"},
