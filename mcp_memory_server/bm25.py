@@ -235,9 +235,12 @@ class Bm25Index:
         order = candidates[np.argsort(-scores[candidates], kind="stable")]
         return [(int(self._seqs[d]), float(scores[d])) for d in order]
 
+    def add_many(self, items: Iterable[tuple[int, Sequence[str]]]) -> None:
+        for seq, terms in items:
+            self.add(seq, terms)
+
     @classmethod
     def build(cls, items: Iterable[tuple[int, Sequence[str]]], k1: float = 0.9, b: float = 0.4) -> Bm25Index:
         index = cls(k1, b)
-        for seq, terms in items:
-            index.add(seq, terms)
+        index.add_many(items)
         return index

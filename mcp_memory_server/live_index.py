@@ -14,6 +14,8 @@ from .config import Config
 
 __all__ = ["LiveIndex"]
 
+_BUILD_CHUNK = 5000
+
 
 class LiveIndex:
     """One namespace's BM25 index and the change number it reflects."""
@@ -43,15 +45,7 @@ class LiveIndex:
         if index is not None and oldest > self.change + 1:
             index = None  # the log was pruned past what we have seen: start again
         if index is None:
-            rows = await conn.execute_fetchall(
-                "SELECT f.rowid, f.content, f.key, f.tags FROM memory_fts f JOIN memories m ON m.seq = f.rowid"
-                " WHERE m.namespace = ?",
-                (self._namespace,),
-            )
-            # Seconds of pure Python at 100,000 memories: built in a worker thread so the event
-            # loop keeps answering other requests meanwhile.
-            items = [(r[0], f"{r[1]} {r[2]} {r[3]}".split()) for r in rows]
-            index = await anyio.to_thread.run_sync(Bm25Index.build, items, self._config.bm25_k1, self._config.bm25_b)
+            index = await self._build(conn)
         elif newest > self.change:
             changed = [
                 r[0]
@@ -77,3 +71,23 @@ class LiveIndex:
         self.index = index
         self.change = newest
         return index
+
+    async def _build(self, conn: aiosqlite.Connection) -> Bm25Index:
+        """Read every memory's terms in chunks (holding them all as Python strings at once would
+        cost gigabytes at 100,000 memories) and index each chunk in a worker thread, so the event
+        loop keeps answering other requests meanwhile."""
+        index = Bm25Index(self._config.bm25_k1, self._config.bm25_b)
+        last = 0
+        while True:
+            rows = list(
+                await conn.execute_fetchall(
+                    "SELECT f.rowid, f.content, f.key, f.tags FROM memory_fts f JOIN memories m ON m.seq = f.rowid"
+                    " WHERE m.namespace = ? AND f.rowid > ? ORDER BY f.rowid LIMIT ?",
+                    (self._namespace, last, _BUILD_CHUNK),
+                )
+            )
+            if not rows:
+                return index
+            items = [(r[0], f"{r[1]} {r[2]} {r[3]}".split()) for r in rows]
+            await anyio.to_thread.run_sync(index.add_many, items)
+            last = rows[-1][0]
