@@ -26,10 +26,12 @@ _MAX_PREFIX_TERMS = 64
 @dataclass(frozen=True)
 class KeywordQuery:
     """One keyword in index terms: all `terms` must occur (a Chinese word's bigrams); with
-    `prefix`, its single term also matches longer terms (pyth -> python)."""
+    `prefix`, its single term also matches longer terms (pyth -> python). `weight` scales its
+    contribution (single Chinese characters count for less than words)."""
 
     terms: tuple[str, ...]
     prefix: bool = False
+    weight: float = 1.0
 
 
 class Bm25Index:
@@ -178,9 +180,9 @@ class Bm25Index:
             if found is None:
                 continue
             docs, tfs = found
-            idf = math.log(1 + (live - docs.size + 0.5) / (docs.size + 0.5))
+            idf = query.weight * math.log(1 + (live - docs.size + 0.5) / (docs.size + 0.5))
             scores[docs] += idf * tfs * (self.k1 + 1) / (tfs + norm[docs])
-            matched[docs] += 1
+            matched[docs] += query.weight
         if coordination:
             scores *= 1 + coordination * matched
         if feedback_docs and feedback_terms:

@@ -56,6 +56,7 @@ class Config:
     bm25_k1: float = 0.9
     bm25_b: float = 0.4
     coordination: float = 0.1
+    char_weight: float = 0.5
     feedback_docs: int = 3
     feedback_terms: int = 10
     feedback_weight: float = 0.2

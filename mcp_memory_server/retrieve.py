@@ -13,7 +13,7 @@ from .config import Config
 from .models import Breakdown, Hit, RecallResult, Stage
 from .rows import Candidate, memory_id, utcnow
 from .store import Store
-from .tokens import keyword_query, keywords, normalize
+from .tokens import char_queries, keyword_query, keywords, normalize
 
 __all__ = ["Scored", "extract_keywords", "recall", "score_candidates"]
 
@@ -129,6 +129,7 @@ async def recall(
 
     stage: Stage = "fts"
     queries = [q for q in (keyword_query(t) for t in terms) if q is not None]
+    queries += char_queries(terms, config.char_weight)
     candidates = await store.search_index(queries, config.candidate_limit, category, tags)
     if not candidates:
         stage = "like"

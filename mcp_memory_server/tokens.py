@@ -17,6 +17,7 @@ from .stopwords import SINGLE_CHAR_STOPWORDS, STOPWORDS
 
 __all__ = [
     "INDEX_VERSION",
+    "char_queries",
     "fingerprint",
     "fts_query",
     "index_terms",
@@ -33,7 +34,7 @@ __all__ = [
 
 # Bump when `index_text` changes: the store then rebuilds the full-text index from the memories
 # on its next open.
-INDEX_VERSION = 2
+INDEX_VERSION = 3
 
 _CJK_CLASS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002ebef"
 # A run of CJK characters, or a run of other letters and digits.
@@ -122,14 +123,21 @@ def _bigrams(run: str) -> list[str]:
     return [run] if len(run) < 2 else [run[i : i + 2] for i in range(len(run) - 1)]
 
 
+def _cjk_terms(run: str) -> list[str]:
+    # Bigrams find words; single characters let a query share meaning with a memory that words it
+    # differently (犯困 and 困了, 减脂 and 减肥) at a lower weight (see `char_queries`).
+    return _bigrams(run) + list(run) if len(run) > 1 else [run]
+
+
 def index_terms(text: str) -> list[str]:
     """What the full-text index stores for a text: Chinese (and other CJK) runs as overlapping
     character bigrams, so any word inside them can be found whatever a segmenter would have
-    made of it (拿铁 in 喝拿铁咖啡); other words lower-cased and stemmed (paintings -> paint)."""
+    made of it (拿铁 in 喝拿铁咖啡), and as single characters; other words lower-cased and
+    stemmed (paintings -> paint)."""
     terms: list[str] = []
     for cjk, word in _TERMS.findall(normalize(text).lower()):
         if cjk:
-            terms.extend(_bigrams(cjk))
+            terms.extend(_cjk_terms(cjk))
         else:
             terms.append(stem(word))
     return terms
@@ -146,11 +154,17 @@ def _wants_prefix(keyword: str) -> bool:
     return keyword.isascii() and keyword.isalnum() and len(keyword) >= 3
 
 
+def _keyword_terms(keyword: str) -> tuple[str, ...]:
+    """A keyword's index terms, without the single characters of its Chinese words."""
+    terms = index_terms(keyword)
+    return tuple(t for t in terms if len(t) > 1 or not is_cjk(t)) or tuple(terms)
+
+
 def term_query(keyword: str) -> str | None:
     """The FTS5 expression for one keyword, in the index's own terms: a Chinese keyword becomes the
     phrase of its bigrams, a word its stem (with a prefix star), each quoted so nothing in the
     keyword is FTS syntax. None when the keyword has no indexable characters."""
-    terms = index_terms(keyword)
+    terms = _keyword_terms(keyword)
     if not terms:
         return None
     phrase = '"' + " ".join(terms).replace('"', '""') + '"'
@@ -159,10 +173,19 @@ def term_query(keyword: str) -> str | None:
 
 def keyword_query(keyword: str) -> KeywordQuery | None:
     """The in-memory index's query for one keyword (see `term_query` for the FTS5 form)."""
-    terms = index_terms(keyword)
+    terms = _keyword_terms(keyword)
     if not terms:
         return None
-    return KeywordQuery(tuple(terms), prefix=len(terms) == 1 and _wants_prefix(keyword))
+    return KeywordQuery(terms, prefix=len(terms) == 1 and _wants_prefix(keyword))
+
+
+def char_queries(keywords: Iterable[str], weight: float) -> list[KeywordQuery]:
+    """Single-character queries for the Chinese keywords' characters (function characters such
+    as 的 and 我 left out), each counting `weight` of a word."""
+    if weight <= 0:
+        return []
+    chars = dict.fromkeys(ch for k in keywords for ch in normalize(k) if is_cjk(ch) and ch not in SINGLE_CHAR_STOPWORDS)
+    return [KeywordQuery((ch,), weight=weight) for ch in chars]
 
 
 def fts_query(keywords: Iterable[str]) -> str:

@@ -28,7 +28,21 @@ def test_chinese_query_keywords(segmenter: Segmenter) -> None:
 def test_index_terms_are_cjk_bigrams_and_stemmed_words() -> None:
     terms = index_text("我在用雾凇拼音输入法").split()
     assert "雾凇" in terms and "拼音" in terms and "凇拼" in terms
-    assert index_text("我喜欢用Python写代码").split() == ["我喜", "喜欢", "欢用", "python", "写代", "代码"]
+    assert index_text("我喜欢用Python写代码").split() == [
+        "我喜",
+        "喜欢",
+        "欢用",
+        "我",
+        "喜",
+        "欢",
+        "用",
+        "python",
+        "写代",
+        "代码",
+        "写",
+        "代",
+        "码",
+    ]
     assert index_text("She was painting sunrises, running daily") == "she was paint sunris run daili"
     assert index_text("ＡＢＣ-1234 猫") == "abc 1234 猫"
 
@@ -92,6 +106,17 @@ def test_segmenter_ignores_a_corrupt_cache(tmp_path: object) -> None:
     again = Segmenter(tmp_path)
     again.wait_sync()
     assert "拼音" in again.cut("雾凇拼音")
+
+
+def test_chinese_characters_are_weaker_queries() -> None:
+    from mcp_memory_server.tokens import char_queries, keyword_query
+
+    assert keyword_query("雾凇拼音") is not None
+    assert keyword_query("雾凇拼音").terms == ("雾凇", "凇拼", "拼音")  # type: ignore[union-attr]
+    chars = char_queries(["困了", "我的猫", "python"], 0.5)
+    assert [q.terms[0] for q in chars] == ["困", "猫"]  # 了, 我, 的 are function characters
+    assert all(q.weight == 0.5 for q in chars)
+    assert char_queries(["困了"], 0) == []
 
 
 def test_unknown_chinese_words_are_joined_back(segmenter: Segmenter) -> None:
