@@ -45,12 +45,15 @@ class Bm25Index:
         self._term_ids: dict[str, int] = {}
         self._terms: list[str] = []
         self._docs: list[array[int]] = []  # per term: doc numbers
-        self._tfs: list[array[float]] = []  # per term: term frequencies
+        self._tfs: list[array[int]] = []  # per term: term frequencies, capped at 255 (one byte each)
         self._sizes = array("i")  # per term: postings, dead ones included (a cheap document frequency)
         self._seqs = array("q")
         self._lengths = array("f")
         self._alive = bytearray()
-        self._forward: list[array[int]] = []  # per doc: its distinct term ids
+        # Per doc, its distinct term ids: one flat array and each doc's start in it (one small
+        # array per doc would cost 64 bytes of overhead each, 6 MB at 100,000 memories).
+        self._forward = array("i")
+        self._forward_start = array("q", [0])
         self._doc_of: dict[int, int] = {}  # seq -> live doc number
         self._sorted_terms: list[str] | None = None
         self._live_length: float = 0.0
@@ -73,7 +76,6 @@ class Bm25Index:
         self._alive.append(1)
         self._doc_of[seq] = doc
         self._live_length += len(terms)
-        forward = array("i")
         for term, count in Counter(terms).items():
             tid = self._term_ids.get(term)
             if tid is None:
@@ -81,14 +83,14 @@ class Bm25Index:
                 self._term_ids[term] = tid
                 self._terms.append(term)
                 self._docs.append(array("i"))
-                self._tfs.append(array("f"))
+                self._tfs.append(array("B"))
                 self._sizes.append(0)
                 self._sorted_terms = None
             self._docs[tid].append(doc)
-            self._tfs[tid].append(float(count))
+            self._tfs[tid].append(min(count, 255))
             self._sizes[tid] += 1
-            forward.append(tid)
-        self._forward.append(forward)
+            self._forward.append(tid)
+        self._forward_start.append(len(self._forward))
 
     def remove(self, seq: int) -> None:
         doc = self._doc_of.pop(seq, None)
@@ -105,7 +107,7 @@ class Bm25Index:
         if tid is None:
             return None
         docs = np.frombuffer(self._docs[tid], dtype=np.int32)
-        tfs = np.frombuffer(self._tfs[tid], dtype=np.float32)
+        tfs = np.frombuffer(self._tfs[tid], dtype=np.uint8).astype(np.float32)
         if alive is None:
             return docs, tfs
         keep = alive[docs]
@@ -203,7 +205,9 @@ class Bm25Index:
         top = self._top(scores, docs)
         if not top:
             return
-        tids = np.concatenate([np.frombuffer(self._forward[self._doc_of[seq]], dtype=np.int32) for seq, _ in top])
+        forward = np.frombuffer(self._forward, dtype=np.int32)
+        starts = self._forward_start
+        tids = np.concatenate([forward[starts[self._doc_of[seq]] : starts[self._doc_of[seq] + 1]] for seq, _ in top])
         unique, counts = np.unique(tids, return_counts=True)
         sizes = np.frombuffer(self._sizes, dtype=np.int32)[unique].astype(np.float32)
         # A term seen in several top documents, and rare elsewhere, says most about the topic.
