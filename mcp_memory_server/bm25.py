@@ -9,6 +9,7 @@ later writes (from this process or any other) through the store's change log.
 
 from __future__ import annotations
 
+import bisect
 import math
 from array import array
 from collections import Counter
@@ -85,7 +86,10 @@ class Bm25Index:
                 self._docs.append(array("i"))
                 self._tfs.append(array("B"))
                 self._sizes.append(0)
-                self._sorted_terms = None
+                if self._sorted_terms is not None:
+                    # kept sorted as terms arrive: re-sorting the whole vocabulary after a write
+                    # would put 50 ms on the next prefix query at 100,000 memories
+                    bisect.insort(self._sorted_terms, term)
             self._docs[tid].append(doc)
             self._tfs[tid].append(min(count, 255))
             self._sizes[tid] += 1
@@ -116,8 +120,6 @@ class Bm25Index:
     def _prefixed(self, prefix: str) -> list[str]:
         if self._sorted_terms is None:
             self._sorted_terms = sorted(self._terms)
-        import bisect
-
         start = bisect.bisect_left(self._sorted_terms, prefix)
         found: list[str] = []
         for term in self._sorted_terms[start : start + _MAX_PREFIX_TERMS]:
@@ -244,9 +246,3 @@ class Bm25Index:
     def add_many(self, items: Iterable[tuple[int, Sequence[str]]]) -> None:
         for seq, terms in items:
             self.add(seq, terms)
-
-    @classmethod
-    def build(cls, items: Iterable[tuple[int, Sequence[str]]], k1: float = 0.9, b: float = 0.4) -> Bm25Index:
-        index = cls(k1, b)
-        index.add_many(items)
-        return index

@@ -70,10 +70,6 @@ class Segmenter:
         """Precise-mode segmentation (queries)."""
         return list(self._loaded().cut(text, HMM=True))
 
-    def cut_for_search(self, text: str) -> list[str]:
-        """Search-mode segmentation (indexing): words plus their dictionary sub-words."""
-        return list(self._loaded().cut_for_search(text, HMM=True))
-
     def _loaded(self) -> Tokenizer:
         if self._tokenizer is None:
             self.wait_sync()

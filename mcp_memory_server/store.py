@@ -191,10 +191,6 @@ class Store:
         async with self._read():
             return await self._tx().history(seq)
 
-    async def get_many(self, seqs: Sequence[int]) -> list[Memory]:
-        async with self._read():
-            return await self._tx().get_many(seqs)
-
     async def search_index(
         self,
         queries: Sequence[KeywordQuery],

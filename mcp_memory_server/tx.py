@@ -54,16 +54,6 @@ class Tx:
         ).fetchone()
         return row_to_memory(row) if row else None
 
-    async def get_many(self, seqs: Sequence[int]) -> list[Memory]:
-        if not seqs:
-            return []
-        marks = ",".join("?" * len(seqs))
-        rows = await self._conn.execute_fetchall(
-            f"SELECT {COLUMNS} FROM memories WHERE +namespace = ? AND seq IN ({marks})", (self._ns, *seqs)
-        )
-        by_seq = {r[0]: row_to_memory(r) for r in rows}
-        return [by_seq[s] for s in seqs if s in by_seq]
-
     async def by_key(self, key: str) -> Memory | None:
         row = await (
             await self._conn.execute(f"SELECT {COLUMNS} FROM memories WHERE namespace = ? AND key = ?", (self._ns, key))

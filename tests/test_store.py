@@ -159,7 +159,8 @@ async def test_index_follows_writes_of_another_connection(config: Config, segmen
 def test_bm25_ranks_rare_terms_higher_and_compacts() -> None:
     from mcp_memory_server.bm25 import Bm25Index, KeywordQuery
 
-    index = Bm25Index.build([(1, ["tea", "green"]), (2, ["tea", "black"]), (3, ["coffee", "black"])])
+    index = Bm25Index()
+    index.add_many([(1, ["tea", "green"]), (2, ["tea", "black"]), (3, ["coffee", "black"])])
     ranked = index.search([KeywordQuery(("tea",)), KeywordQuery(("green",))], 10, feedback_docs=0)
     assert [seq for seq, _ in ranked] == [1, 2]
     assert index.search([KeywordQuery(("bla",), prefix=True)], 10, feedback_docs=0)[0][0] in (2, 3)
