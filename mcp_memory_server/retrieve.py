@@ -15,7 +15,7 @@ from .rows import Candidate, memory_id, utcnow
 from .store import Store
 from .tokens import char_queries, keyword_query, keywords, normalize
 
-__all__ = ["Scored", "extract_keywords", "recall", "score_candidates"]
+__all__ = ["Scored", "extract_keywords", "recall", "score_candidates", "segment"]
 
 _TOPIC_KEYWORDS = 5
 
@@ -59,10 +59,15 @@ class Scored:
         )
 
 
+async def segment(store: Store, text: str) -> list[str]:
+    """jieba's tokens for a text, once the dictionary has loaded."""
+    await store.segmenter.wait()
+    return store.segmenter.cut(normalize(text))
+
+
 async def extract_keywords(store: Store, text: str, limit: int) -> list[str]:
     """Stage 1: jieba segmentation, stopwords, short tokens and short numbers dropped."""
-    await store.segmenter.wait()
-    return keywords(store.segmenter.cut(normalize(text)), limit)
+    return keywords(await segment(store, text), limit)
 
 
 def _related(row: tuple[Any, ...], topic_terms: Sequence[str]) -> bool:
@@ -116,7 +121,8 @@ async def recall(
 ) -> RecallResult:
     """Run all four stages and record the access of what is returned."""
     now = now or utcnow()
-    terms = await extract_keywords(store, query, config.max_keywords)
+    tokens = await segment(store, query)
+    terms = keywords(tokens, config.max_keywords)
     topic_terms: list[str] = []
     if session_id is not None:
         session = await store.session(session_id)
@@ -124,14 +130,14 @@ async def recall(
             topic_all = await extract_keywords(store, session.current_topic, _TOPIC_KEYWORDS)
             topic_terms = topic_all
             terms = terms + [t for t in topic_all if t not in terms]
-    if not terms:
-        return RecallResult(query=query, keywords=[], stage="none", hits=[])
-
     stage: Stage = "fts"
     queries = [q for q in (keyword_query(t) for t in terms) if q is not None]
-    queries += char_queries(terms, config.char_weight)
+    # The characters of every content word, one-character words (住, 喝) included.
+    queries += char_queries([*terms, *tokens], config.char_weight)
+    if not queries:
+        return RecallResult(query=query, keywords=terms, stage="none", hits=[])
     candidates = await store.search_index(queries, config.candidate_limit, category, tags)
-    if not candidates:
+    if not candidates and terms:
         stage = "like"
         candidates = await store.search_like(terms, config.candidate_limit, category, tags)
     if not candidates:

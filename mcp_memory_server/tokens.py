@@ -179,12 +179,20 @@ def keyword_query(keyword: str) -> KeywordQuery | None:
     return KeywordQuery(terms, prefix=len(terms) == 1 and _wants_prefix(keyword))
 
 
-def char_queries(keywords: Iterable[str], weight: float) -> list[KeywordQuery]:
-    """Single-character queries for the Chinese keywords' characters (function characters such
-    as 的 and 我 left out), each counting `weight` of a word."""
+def char_queries(words: Iterable[str], weight: float) -> list[KeywordQuery]:
+    """Single-character queries for the Chinese characters of a query's words, each counting
+    `weight` of a word. `words` are keywords or raw segmenter tokens: stopwords (一般, 哪里) and
+    function characters (的, 我, 啥) are left out, while one-character content words that
+    keywords drop for being short (住, 喝, 猫) are kept: 我现在住哪儿 has no keyword but 住."""
     if weight <= 0:
         return []
-    chars = dict.fromkeys(ch for k in keywords for ch in normalize(k) if is_cjk(ch) and ch not in SINGLE_CHAR_STOPWORDS)
+    chars = dict.fromkeys(
+        ch
+        for word in words
+        if word not in STOPWORDS
+        for ch in normalize(word)
+        if is_cjk(ch) and ch not in SINGLE_CHAR_STOPWORDS
+    )
     return [KeywordQuery((ch,), weight=weight) for ch in chars]
 
 

@@ -125,6 +125,19 @@ async def test_recall_in_chinese_english_and_mixed(service: MemoryService) -> No
     assert {python.id, editor.id} <= found
 
 
+async def test_one_character_chinese_words_still_count(service: MemoryService) -> None:
+    # 住 and 喝 are too short to be keywords (SPEC 3.1) but carry the question's meaning.
+    home = await service.remember(content="用户住在杭州滨江区，租的是一室一厅", category="fact")
+    drink = await service.remember(content="用户每天早上喝一杯燕麦拿铁，不加糖", category="preference")
+    await service.remember(content="早上好！今天天气真好，早上去公园跑步了，早上的空气很好", category="context")
+    lives = await service.recall(query="我现在住哪儿")
+    assert lives.keywords == [] and lives.stage == "fts" and lives.hits[0].id == home.id
+    drinks = await service.recall(query="我早上一般喝啥")
+    assert drinks.keywords == ["早上"] and drinks.hits[0].id == drink.id
+    # Only function words and stopwords: nothing to search for.
+    assert (await service.recall(query="我的是什么")).stage == "none"
+
+
 async def test_recall_prefix_and_like_fallback(service: MemoryService) -> None:
     memory = await service.remember(content="Deploys go through GitHub Actions to Kubernetes")
     assert (await service.recall(query="kubern")).hits[0].id == memory.id  # prefix match

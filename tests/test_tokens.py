@@ -117,6 +117,9 @@ def test_chinese_characters_are_weaker_queries() -> None:
     assert [q.terms[0] for q in chars] == ["困", "猫"]  # 了, 我, 的 are function characters
     assert all(q.weight == 0.5 for q in chars)
     assert char_queries(["困了"], 0) == []
+    # Raw tokens: one-character content words count, stopwords (一般, 哪儿) do not.
+    tokens = ["我", "现在", "一般", "住", "哪儿", "喝", "啥"]
+    assert [q.terms[0] for q in char_queries(tokens, 0.5)] == ["住", "喝"]
 
 
 def test_unknown_chinese_words_are_joined_back(segmenter: Segmenter) -> None:
