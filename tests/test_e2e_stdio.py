@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
@@ -94,3 +95,100 @@ async def test_server_answers_before_jieba_has_loaded(config: Config, cache_dir:
         segmenter.gate.set()
         stored = await client.call_tool("remember", {"content": "雾凇拼音很好用"})  # waits for jieba
         assert not stored.is_error and segmenter.ready
+
+
+_NOISY_SERVER = """
+import os, sys
+import anyio
+from pathlib import Path
+from mcp_memory_server.config import Config
+from mcp_memory_server.server import build_server, serve_stdio
+
+server = build_server(Config.from_env())
+
+@server.tool()
+def noisy() -> str:
+    print("stray print, no newline: it would corrupt the next message", end="", flush=True)
+    os.system("printf 'stray child output'")
+    return "still fine"
+
+anyio.run(serve_stdio, server)
+"""
+
+
+async def test_stray_stdout_output_does_not_reach_the_protocol_stream(tmp_path: Path, cache_dir: Path) -> None:
+    """Served on the event loop, as over the SDK's transport, fd 1 is not the wire: prints and child
+    processes write to stderr instead of corrupting the JSON-RPC stream."""
+    env = {**os.environ, "MCP_MEMORY_DB": str(tmp_path / "noisy.db"), "MCP_MEMORY_CACHE_DIR": str(cache_dir)}
+    params = StdioServerParameters(command=sys.executable, args=["-c", _NOISY_SERVER], env=env)
+    async with Client(params) as client:
+        for _ in range(2):
+            with anyio.fail_after(20):  # a corrupted answer would never arrive
+                result = await client.call_tool("noisy", {})
+            assert not result.is_error and result.content[0].text == "still fine"  # type: ignore[union-attr]
+        assert (await _data(client, "recall", query="anything"))["stage"] == "none"
+
+
+async def test_recall_over_stdio_carries_every_field_and_validates(tmp_path: Path, cache_dir: Path) -> None:
+    """The SDK client validates each result against the tool's output schema; the hit carries every
+    field of the contract, with the same values as the text block."""
+    async with Client(_params(tmp_path, cache_dir)) as client:
+        await _data(client, "remember", content="我每天早上喝一杯拿铁咖啡", key="drink", tags=["饮品"])
+        result = await client.call_tool("recall", {"query": "咖啡"})
+        assert not result.is_error and result.structured_content is not None
+        found = result.structured_content
+        assert set(found) == {"query", "keywords", "stage", "hits"}
+        hit = found["hits"][0]
+        assert set(hit) == {
+            *("id", "content", "category", "key", "tags", "importance", "confidence", "source"),
+            *("created_at", "updated_at", "score", "breakdown"),
+        }
+        assert set(hit["breakdown"]) == {"keyword", "category", "recency", "frequency", "confidence", "topic_boost"}
+        assert hit["key"] == "drink" and hit["tags"] == ["饮品"]
+        assert json.loads(result.content[0].text) == found  # type: ignore[union-attr]
+
+        # A request line far longer than any pipe buffer is read whole and refused cleanly.
+        with anyio.fail_after(30):
+            huge = await client.call_tool("recall", {"query": "长" * 300_000})
+        assert huge.is_error and "2000" in huge.content[0].text  # type: ignore[union-attr]
+        assert (await _data(client, "recall", query="咖啡"))["hits"][0]["id"] == hit["id"]
+
+
+async def test_stdio_server_exits_cleanly_when_stdin_closes(tmp_path: Path, cache_dir: Path) -> None:
+    """Raw JSON-RPC lines over pipes: answers in order, then a clean exit (code 0, no traceback)
+    once the client closes stdin."""
+    env = {**_params(tmp_path, cache_dir).env, "MCP_MEMORY_LOG_LEVEL": "WARNING"}  # type: ignore[dict-item]
+    lines = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "0"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "recall", "arguments": {"query": "x"}}},
+        {"jsonrpc": "2.0", "id": 3, "method": "ping"},
+    ]
+    async with await anyio.open_process([_command()], env=env) as process:
+        assert process.stdin and process.stdout and process.stderr
+        received = b""
+        for line in lines:
+            await process.stdin.send(json.dumps(line).encode() + b"\n")
+            if "id" in line:
+                while received.count(b"\n") < line["id"]:
+                    received += await process.stdout.receive()
+        await process.stdin.aclose()
+        with anyio.fail_after(30):
+            code = await process.wait()
+        errors = b""
+        with anyio.move_on_after(5):
+            async for chunk in process.stderr:
+                errors += chunk
+    answers = [json.loads(x) for x in received.splitlines()]
+    assert [a["id"] for a in answers] == [1, 2, 3]
+    assert answers[1]["result"]["structuredContent"]["stage"] == "none"
+    assert code == 0 and b"Traceback" not in errors, errors.decode(errors="replace")
