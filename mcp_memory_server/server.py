@@ -5,11 +5,11 @@ wrappers that parse arguments, call one service function and return its pydantic
 # come from the Config in scope when the server is built.
 
 import asyncio
-import fcntl
 import json
 import logging
 import os
 import stat
+import sys
 from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager, suppress
 from contextvars import ContextVar
@@ -342,12 +342,16 @@ async def serve_stdio(server: MCPServer[AppState]) -> None:
     GIL. When stdin and stdout are pipes or sockets (how MCP clients start a server) the event
     loop reads and writes them itself instead, with the same guard as the SDK: while serving, fd 0
     reads /dev/null and fd 1 writes to stderr, so a stray print or a child process cannot corrupt
-    the protocol stream. A terminal, a file or another event loop get the SDK's transport."""
+    the protocol stream. A terminal, a file, Windows or another event loop get the SDK's transport."""
     try:
-        if not all(stat.S_ISFIFO(m) or stat.S_ISSOCK(m) for m in (os.fstat(0).st_mode, os.fstat(1).st_mode)):
+        modes = [os.fstat(fd).st_mode for fd in (0, 1)]  # Node's child processes get sockets
+        if sys.platform == "win32" or not all(stat.S_ISFIFO(m) or stat.S_ISSOCK(m) for m in modes):
             raise OSError("stdin and stdout are not both pipes or sockets")
         loop = asyncio.get_running_loop()  # RuntimeError under another event loop
+        import fcntl  # not on Windows
+
         wire = (fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3), fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3))
+        blocking = [os.get_blocking(fd) for fd in wire]
     except (OSError, RuntimeError) as exc:
         log.debug("stdio through the SDK's transport: %s", exc)
         return await server.run_stdio_async()
@@ -375,7 +379,7 @@ async def serve_stdio(server: MCPServer[AppState]) -> None:
         for fd, dup in enumerate(wire):
             with suppress(OSError):
                 os.dup2(dup, fd)
-                os.set_blocking(fd, True)
+                os.set_blocking(fd, blocking[fd])  # asyncio made the pipe non-blocking
             os.close(dup)
 
 
