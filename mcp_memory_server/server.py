@@ -428,7 +428,7 @@ class _LineReader(_Stream):
         try:
             text = line.decode("utf-8", errors="replace")
             return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(text, by_name=False))
-        except Exception as exc:  # the SDK answers with a parse error
+        except Exception as exc:  # handed to the SDK as the stdio transport does (it logs them)
             return exc
 
 
