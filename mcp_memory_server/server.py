@@ -1,5 +1,5 @@
 """The MCP surface, and the only module that imports `mcp`: tools, resources and prompts are thin
-wrappers that parse arguments, call one service function and return its pydantic model."""
+wrappers that parse arguments, call one service function and return its pydantic model; and serving."""
 
 # No `from __future__ import annotations`: the SDK evaluates tool signatures, whose bounds
 # come from the Config in scope when the server is built.
@@ -357,10 +357,9 @@ async def serve_stdio(server: MCPServer[AppState]) -> None:
         return await server.run_stdio_async()
     reader = asyncio.StreamReader(limit=_MAX_LINE)
     try:  # the transports own (and close) duplicates of the wire; fds 0 and 1 get it back at the end
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
-        os.dup2(2, 1)
+        os.dup2(null := os.open(os.devnull, os.O_RDONLY), 0)
         os.close(null)
+        os.dup2(2, 1)
         pipe_in, _ = await loop.connect_read_pipe(
             lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(os.dup(wire[0]), "rb", buffering=0)
         )
