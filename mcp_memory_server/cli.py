@@ -121,12 +121,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _serve(config: Config, transport: str, host: str, port: int) -> int:
-    from .server import build_server, serve_http  # imports mcp: only when serving
+    from .server import build_server, serve_http, serve_stdio  # imports mcp: only when serving
 
     log.info("mcp-memory-server %s, memory database: %s", __version__, config.db_path)
     server = build_server(config)
     if transport == "stdio":
-        anyio.run(server.run_stdio_async)
+        anyio.run(serve_stdio, server)
         return 0
     url = f"http://{host}:{port}/mcp"
     log.info("serving MCP over streamable HTTP at %s", url)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -73,8 +73,57 @@ SOURCE_ALIASES: dict[str, Source] = {
 }
 
 
+def _models_in(annotation: Any) -> set[type[BaseModel]]:
+    """The pydantic models an annotation names, at any depth (list[Hit] -> Hit)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return {annotation}
+    return {model for arg in get_args(annotation) for model in _models_in(arg)}
+
+
+def _inline(node: Any, model: type[BaseModel]) -> Any:
+    """A property schema with its `$ref` (to the one nested model it holds) replaced by that
+    model's own schema."""
+    if isinstance(node, dict):
+        if "$ref" in node:
+            return model.model_json_schema() | {k: v for k, v in node.items() if k != "$ref"}
+        return {k: _inline(v, model) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_inline(v, model) for v in node]
+    return node
+
+
+def _nullable(prop: dict[str, Any]) -> dict[str, Any]:
+    """`anyOf: [{type: T}, {type: null}]` -> `type: [T, null]`, the same meaning in one subschema."""
+    branches = prop.get("anyOf")
+    if not isinstance(branches, list) or len(branches) != 2 or {"type": "null"} not in branches:
+        return prop
+    (other,) = (b for b in branches if b != {"type": "null"})
+    if not isinstance(other, dict) or not isinstance(other.get("type"), str) or set(other) - {"type", "format"}:
+        return prop
+    rest: dict[str, Any] = {k: v for k, v in prop.items() if k != "anyOf"}
+    return rest | other | {"type": [other["type"], "null"]}
+
+
+def _flat_schema(schema: dict[str, Any], cls: type[BaseModel]) -> None:
+    """Shape a result model's JSON schema for clients that validate every tool result against it
+    (the Python SDK's client does, with jsonschema, at a cost that grows with the subschemas it
+    walks): nested models inline instead of `$defs`/`$ref`, nullable fields as type lists, no
+    generated titles and no `additionalProperties: false`. Same fields, types, enums, required
+    lists and descriptions."""
+    schema.pop("title", None)
+    schema.pop("additionalProperties", None)
+    props: dict[str, Any] = schema.get("properties", {})
+    for name, prop in props.items():
+        prop.pop("title", None)
+        field = cls.model_fields.get(name)
+        nested = _models_in(field.annotation) if field is not None else set()
+        if len(nested) == 1:
+            prop = _inline(prop, *nested)
+        props[name] = _nullable(prop)
+
+
 class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=_flat_schema)
 
 
 class Memory(_Model):

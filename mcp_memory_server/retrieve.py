@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from .config import Config
-from .models import Breakdown, Hit, RecallResult, Stage
+from .models import RecallResult, Stage
 from .rows import Candidate, memory_id, utcnow
 from .store import Store
 from .tokens import char_queries, keyword_query, keywords, normalize
@@ -23,40 +23,38 @@ _TOPIC_KEYWORDS = 5
 @dataclass(frozen=True, slots=True)
 class Scored:
     """A candidate's final score and its parts: keyword, category, recency, frequency,
-    confidence, topic boost (plain floats; the pydantic Breakdown is built for returned hits only)."""
+    confidence, topic boost (plain floats; the pydantic Hit is built for returned hits only)."""
 
     candidate: Candidate
     score: float
     parts: tuple[float, float, float, float, float, float]
 
-    @property
-    def breakdown(self) -> Breakdown:
-        keyword, category, recency, frequency, confidence, boost = self.parts
-        return Breakdown(
-            keyword=round(keyword, 4),
-            category=category,
-            recency=round(recency, 4),
-            frequency=round(frequency, 4),
-            confidence=confidence,
-            topic_boost=boost,
-        )
-
-    def hit(self) -> Hit:
+    def hit(self) -> dict[str, Any]:
+        """The fields of a returned `Hit`; `recall` validates all hits with the result in one call
+        (cheaper than a model per hit and per breakdown). Timestamps stay ISO text for it to parse."""
         r = self.candidate.row
-        return Hit(
-            id=memory_id(r[0]),
-            content=r[1],
-            key=r[2],
-            category=r[3],
-            importance=r[5],
-            confidence=r[6],
-            source=r[7],
-            tags=json.loads(r[8]),
-            created_at=datetime.fromisoformat(r[11]),
-            updated_at=datetime.fromisoformat(r[12]),
-            score=round(self.score, 4),
-            breakdown=self.breakdown,
-        )
+        keyword, category, recency, frequency, confidence, boost = self.parts
+        return {
+            "id": memory_id(r[0]),
+            "content": r[1],
+            "key": r[2],
+            "category": r[3],
+            "importance": r[5],
+            "confidence": r[6],
+            "source": r[7],
+            "tags": json.loads(r[8]),
+            "created_at": r[11],
+            "updated_at": r[12],
+            "score": round(self.score, 4),
+            "breakdown": {
+                "keyword": round(keyword, 4),
+                "category": category,
+                "recency": round(recency, 4),
+                "frequency": round(frequency, 4),
+                "confidence": confidence,
+                "topic_boost": boost,
+            },
+        }
 
 
 async def segment(store: Store, text: str) -> list[str]:
@@ -146,4 +144,6 @@ async def recall(
     top = score_candidates(candidates, config, now, topic_terms)[:limit]
     if track_access:
         store.touch([s.candidate.row[0] for s in top], now)
-    return RecallResult(query=query, keywords=terms, stage=stage, hits=[s.hit() for s in top])
+    return RecallResult.model_validate(
+        {"query": query, "keywords": terms, "stage": stage, "hits": [s.hit() for s in top]}
+    )

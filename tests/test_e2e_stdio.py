@@ -6,11 +6,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
+import subprocess
 import sys
 import threading
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
@@ -94,3 +97,123 @@ async def test_server_answers_before_jieba_has_loaded(config: Config, cache_dir:
         segmenter.gate.set()
         stored = await client.call_tool("remember", {"content": "雾凇拼音很好用"})  # waits for jieba
         assert not stored.is_error and segmenter.ready
+
+
+_NOISY_SERVER = """
+import os, sys
+import anyio
+from pathlib import Path
+from mcp_memory_server.config import Config
+from mcp_memory_server.server import build_server, serve_stdio
+
+server = build_server(Config.from_env())
+
+@server.tool()
+def noisy() -> str:
+    print("stray print, no newline: it would corrupt the next message", end="", flush=True)
+    os.system("printf 'stray child output'")
+    return "still fine"
+
+anyio.run(serve_stdio, server)
+"""
+
+
+async def test_stray_stdout_output_does_not_reach_the_protocol_stream(tmp_path: Path, cache_dir: Path) -> None:
+    """Served on the event loop, as over the SDK's transport, fd 1 is not the wire: prints and child
+    processes write to stderr instead of corrupting the JSON-RPC stream."""
+    env = {**os.environ, "MCP_MEMORY_DB": str(tmp_path / "noisy.db"), "MCP_MEMORY_CACHE_DIR": str(cache_dir)}
+    params = StdioServerParameters(command=sys.executable, args=["-c", _NOISY_SERVER], env=env)
+    async with Client(params) as client:
+        for _ in range(2):
+            with anyio.fail_after(20):  # a corrupted answer would never arrive
+                result = await client.call_tool("noisy", {})
+            assert not result.is_error and result.content[0].text == "still fine"  # type: ignore[union-attr]
+        assert (await _data(client, "recall", query="anything"))["stage"] == "none"
+
+
+async def test_recall_over_stdio_carries_every_field_and_validates(tmp_path: Path, cache_dir: Path) -> None:
+    """The SDK client validates each result against the tool's output schema; the hit carries every
+    field of the contract, with the same values as the text block."""
+    async with Client(_params(tmp_path, cache_dir)) as client:
+        await _data(client, "remember", content="我每天早上喝一杯拿铁咖啡", key="drink", tags=["饮品"])
+        result = await client.call_tool("recall", {"query": "咖啡"})
+        assert not result.is_error and result.structured_content is not None
+        found = result.structured_content
+        assert set(found) == {"query", "keywords", "stage", "hits"}
+        hit = found["hits"][0]
+        assert set(hit) == {
+            *("id", "content", "category", "key", "tags", "importance", "confidence", "source"),
+            *("created_at", "updated_at", "score", "breakdown"),
+        }
+        assert set(hit["breakdown"]) == {"keyword", "category", "recency", "frequency", "confidence", "topic_boost"}
+        assert hit["key"] == "drink" and hit["tags"] == ["饮品"]
+        assert json.loads(result.content[0].text) == found  # type: ignore[union-attr]
+
+        # A request line far longer than any pipe buffer is read whole and refused cleanly.
+        with anyio.fail_after(30):
+            huge = await client.call_tool("recall", {"query": "长" * 300_000})
+        assert huge.is_error and "2000" in huge.content[0].text  # type: ignore[union-attr]
+        assert (await _data(client, "recall", query="咖啡"))["hits"][0]["id"] == hit["id"]
+
+
+_RAW = [
+    {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}},
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "recall", "arguments": {"query": "x"}}},
+    {"jsonrpc": "2.0", "id": 3, "method": "ping"},
+]  # fmt: skip
+
+
+def _raw_session(env: dict[str, str], kind: str, tmp_path: Path) -> tuple[list[dict[str, Any]], int, str]:
+    """Raw JSON-RPC lines to the console script over pipes, sockets (how Node starts a child) or a
+    file: each request waits for its answer, then stdin closes. (answers, exit code, stderr)"""
+    if kind == "file":  # only the handshake: the SDK's transport may drop what is in flight at EOF
+        feed = tmp_path / "requests.jsonl"
+        feed.write_text(json.dumps(_RAW[0]) + "\n")
+        with feed.open("rb") as stdin:
+            done = subprocess.run([_command()], stdin=stdin, capture_output=True, env=env, timeout=60, check=False)
+        return [json.loads(x) for x in done.stdout.splitlines()], done.returncode, done.stderr.decode()
+    ours: list[socket.socket] = []
+    if kind == "socket":
+        (ours_in, theirs_in), (ours_out, theirs_out) = socket.socketpair(), socket.socketpair()
+        ours = [ours_in, ours_out]
+        proc = subprocess.Popen([_command()], stdin=theirs_in, stdout=theirs_out, stderr=subprocess.PIPE, env=env)
+        theirs_in.close()
+        theirs_out.close()
+        send, receive, close = ours_in.sendall, lambda: ours_out.recv(65536), lambda: ours_in.shutdown(socket.SHUT_WR)
+    else:
+        proc = subprocess.Popen(
+            [_command()], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+        )
+        assert proc.stdin and proc.stdout
+        stdin, stdout = proc.stdin, proc.stdout
+
+        def send(data: bytes) -> None:
+            stdin.write(data)
+            stdin.flush()
+
+        receive, close = lambda: os.read(stdout.fileno(), 65536), lambda: None  # communicate() closes stdin
+    received = b""
+    for line in _RAW:
+        send(json.dumps(line).encode() + b"\n")
+        while "id" in line and received.count(b"\n") < line["id"]:
+            received += receive()
+    close()
+    _, errors = proc.communicate(timeout=60)
+    for sock in ours:
+        sock.close()
+    return [json.loads(x) for x in received.splitlines()], proc.returncode, errors.decode()
+
+
+@pytest.mark.parametrize("kind", ["pipe", "socket", "file"])
+async def test_raw_stdio_over_pipes_sockets_and_files(tmp_path: Path, cache_dir: Path, kind: str) -> None:
+    """Answers in order, then a clean exit (code 0, no traceback) once stdin closes; pipes and
+    sockets are served on the event loop, a file through the SDK's transport."""
+    env = {**_params(tmp_path, cache_dir).env, "MCP_MEMORY_LOG_LEVEL": "WARNING"}  # type: ignore[dict-item]
+    answers, code, errors = await anyio.to_thread.run_sync(_raw_session, env, kind, tmp_path)
+    assert [a["id"] for a in answers] == ([1] if kind == "file" else [1, 2, 3])
+    assert answers[0]["result"]["serverInfo"]["name"] == "mcp-memory-server"
+    if kind != "file":
+        assert answers[1]["result"]["structuredContent"]["stage"] == "none"
+    assert code == 0 and "Traceback" not in errors, errors

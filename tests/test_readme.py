@@ -196,6 +196,18 @@ async def test_every_tool_argument_is_documented_with_its_default_and_bounds(sur
             assert meaning, f"{where} has no meaning"
 
 
+def _nested_objects(schema: dict[str, Any], path: str = "") -> list[tuple[str, set[str]]]:
+    """(path, field names) of every object schema below the top level, through properties and
+    array items (output schemas are inlined: no $defs)."""
+    found: list[tuple[str, set[str]]] = []
+    for key, sub in schema.get("properties", {}).items():
+        for where, node in ((f"{path}{key}", sub), (f"{path}{key}[]", sub.get("items", {}))):
+            if isinstance(node, dict) and node.get("properties"):
+                found.append((where, set(node["properties"])))
+                found += _nested_objects(node, where + ".")
+    return found
+
+
 @pytest.mark.anyio
 async def test_every_tool_output_field_is_documented(surface: Surface) -> None:
     tools_section = section("Tools")
@@ -207,9 +219,11 @@ async def test_every_tool_output_field_is_documented(surface: Surface) -> None:
         rows = {first_code(row[0]) for row in table(documented[name], "Field")}
         assert rows == set(schema["properties"]), f"{name}: README result fields differ from the tool's"
         # Nested objects (memory objects, hits, score breakdowns) are named somewhere in the section.
-        for definition in schema.get("$defs", {}).values():
-            missing = set(definition.get("properties", {})) - mentioned
-            assert not missing, f"{name}: {definition.get('title')} fields {sorted(missing)} are not in the README"
+        nested = _nested_objects(schema)
+        assert nested or name == "forget", f"{name}: no nested objects found in its output schema"
+        for path, fields in nested:
+            missing = fields - mentioned
+            assert not missing, f"{name}: {path} fields {sorted(missing)} are not in the README"
 
 
 @pytest.mark.anyio

@@ -66,6 +66,40 @@ async def test_tools_are_described_bounded_and_annotated(client: Client) -> None
     assert set(tools["list"].output_schema["properties"]) == {"total", "items", "next_cursor"}
 
 
+async def test_output_schemas_are_inline_and_complete(client: Client) -> None:
+    """Output schemas describe every field with its type, inline (no $ref for the client's
+    validator to resolve on every call), nullable fields as type lists."""
+    tools = {t.name: t for t in (await client.list_tools()).tools}
+    for tool in tools.values():
+        assert tool.output_schema is not None
+        text = json.dumps(tool.output_schema)
+        assert "$ref" not in text and "$defs" not in text and "anyOf" not in text, tool.name
+    recall = tools["recall"].output_schema
+    assert recall is not None
+    assert recall["properties"]["stage"]["enum"] == ["fts", "like", "none"]
+    hit = recall["properties"]["hits"]["items"]
+    assert (
+        set(hit["required"])
+        == set(hit["properties"])
+        == {
+            *("id", "content", "category", "key", "tags", "importance", "confidence", "source"),
+            *("created_at", "updated_at", "score", "breakdown"),
+        }
+    )
+    assert hit["properties"]["key"]["type"] == ["string", "null"]
+    assert hit["properties"]["tags"] == {"type": "array", "items": {"type": "string"}}
+    assert hit["properties"]["created_at"] == {"type": "string", "format": "date-time"}
+    assert set(hit["properties"]["source"]["enum"]) == {"user", "assistant", "both", "system", "manual", "inferred"}
+    breakdown = hit["properties"]["breakdown"]
+    assert breakdown["type"] == "object" and set(breakdown["required"]) == set(breakdown["properties"])
+    assert all(p["type"] == "number" for p in breakdown["properties"].values())
+    assert "description" in breakdown["properties"]["recency"]
+    memory = tools["remember"].output_schema["properties"]["memory"]  # type: ignore[index]
+    assert (
+        memory["properties"]["client"]["type"] == ["string", "null"] and "description" in memory["properties"]["client"]
+    )
+
+
 async def test_remember_recall_forget_list_round_trip(client: Client) -> None:
     stored = await call(client, "remember", content="我每天早上喝一杯拿铁咖啡", category="preference", tags=["饮品"])
     assert stored["action"] == "created" and stored["memory"]["client"] == "mcp"
