@@ -14,7 +14,7 @@ from .config import Config
 
 __all__ = ["LiveIndex"]
 
-_BUILD_CHUNK = 5000
+_BUILD_CHUNK = 500
 
 
 class LiveIndex:
@@ -45,6 +45,7 @@ class LiveIndex:
         if index is not None and oldest > self.change + 1:
             index = None  # the log was pruned past what we have seen: start again
         if index is None:
+            self.index = None  # the old index is freed before the new one is built
             index = await self._build(conn)
         elif newest > self.change:
             changed = [
@@ -58,16 +59,15 @@ class LiveIndex:
                 chunk = changed[start : start + 500]
                 marks = ",".join("?" * len(chunk))
                 rows = await conn.execute_fetchall(
-                    f"SELECT f.rowid, f.content, f.key, f.tags FROM memory_fts f JOIN memories m ON m.seq = f.rowid"
-                    f" WHERE m.namespace = ? AND f.rowid IN ({marks})",
+                    "SELECT m.seq, f.content, f.key, f.tags FROM memories m CROSS JOIN memory_fts f ON f.rowid = m.seq"
+                    f" WHERE +m.namespace = ? AND m.seq IN ({marks})",
                     (self._namespace, *chunk),
                 )
-                current = {r[0]: f"{r[1]} {r[2]} {r[3]}".split() for r in rows}
+                current = {r[0]: f"{r[1]} {r[2]} {r[3]}" for r in rows}
                 for seq in chunk:
-                    if seq in current:
-                        index.add(seq, current[seq])
-                    else:
+                    if seq not in current:
                         index.remove(seq)
+                index.add_many([(seq, current[seq]) for seq in chunk if seq in current])
         self.index = index
         self.change = newest
         return index
@@ -79,15 +79,19 @@ class LiveIndex:
         index = Bm25Index(self._config.bm25_k1, self._config.bm25_b)
         last = 0
         while True:
-            rows = list(
-                await conn.execute_fetchall(
-                    "SELECT f.rowid, f.content, f.key, f.tags FROM memory_fts f JOIN memories m ON m.seq = f.rowid"
-                    " WHERE m.namespace = ? AND f.rowid > ? ORDER BY f.rowid LIMIT ?",
-                    (self._namespace, last, _BUILD_CHUNK),
-                )
+            rows = await conn.execute_fetchall(
+                # Memories in seq order, each looked up in the full-text table by rowid: the other
+                # way round SQLite sorted every remaining row for each chunk.
+                "SELECT m.seq, f.content, f.key, f.tags FROM memories m CROSS JOIN memory_fts f ON f.rowid = m.seq"
+                " WHERE +m.namespace = ? AND m.seq > ? ORDER BY m.seq LIMIT ?",
+                (self._namespace, last, _BUILD_CHUNK),
             )
             if not rows:
-                return index
-            items = [(r[0], f"{r[1]} {r[2]} {r[3]}".split()) for r in rows]
+                break
+            items = [(r[0], f"{r[1]} {r[2]} {r[3]}") for r in rows]
+            last = items[-1][0]
+            del rows
             await anyio.to_thread.run_sync(index.add_many, items)
-            last = rows[-1][0]
+            del items
+        await anyio.to_thread.run_sync(index.freeze)
+        return index

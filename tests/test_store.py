@@ -160,13 +160,13 @@ def test_bm25_ranks_rare_terms_higher_and_compacts() -> None:
     from mcp_memory_server.bm25 import Bm25Index, KeywordQuery
 
     index = Bm25Index()
-    index.add_many([(1, ["tea", "green"]), (2, ["tea", "black"]), (3, ["coffee", "black"])])
+    index.add_many([(1, "tea green"), (2, "tea black"), (3, "coffee black")])
     ranked = index.search([KeywordQuery(("tea",)), KeywordQuery(("green",))], 10, feedback_docs=0)
     assert [seq for seq, _ in ranked] == [1, 2]
     assert index.search([KeywordQuery(("bla",), prefix=True)], 10, feedback_docs=0)[0][0] in (2, 3)
     assert index.search([KeywordQuery(("雾凇", "凇拼"))], 10) == []  # every term of a phrase must occur
     for seq in range(10, 2000):
-        index.add(seq, ["filler"])
+        index.add(seq, "filler")
     for seq in range(10, 2000):
         index.remove(seq)
     assert index.needs_compaction() and len(index) == 3
