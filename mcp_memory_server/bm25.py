@@ -49,6 +49,10 @@ class Bm25Index:
     def __init__(self, k1: float = 0.9, b: float = 0.4) -> None:
         self.k1 = k1
         self.b = b
+        self.clear()
+
+    def clear(self) -> None:
+        """Drop every document, freeing the memory even while something still refers to the index."""
         self._vocabulary = Vocabulary()
         self._forward = Forward()
         self._base: Postings | None = None
@@ -130,9 +134,10 @@ class Bm25Index:
             self._live -= 1
             self._live_length -= self._lengths[doc]
 
-    def needs_compaction(self) -> bool:
-        """Many dead documents, or many added since the compact postings were built."""
-        return any(n > 1000 and n > self._live // 4 for n in (self.dead, self._tail_docs))
+    def needs_compaction(self, incoming: int = 0) -> bool:
+        """Many dead documents, or many added (or about to be: `incoming`) since the compact
+        postings were built."""
+        return any(n > 1000 and n > self._live // 4 for n in (self.dead, self._tail_docs + incoming))
 
     def _postings(self, tid: int | None, alive: Any) -> tuple[Any, Any] | None:
         if tid is None:

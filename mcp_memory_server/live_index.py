@@ -2,7 +2,8 @@
 
 Every write appends the memories it changed to `memory_changes` in the same transaction; before a
 search the store compares the newest change number with the one this index has seen and, when
-another connection (or process) has written since, re-reads only the changed memories' terms."""
+another connection (or process) has written since, re-reads only the changed memories' terms
+(or, when they are many, rebuilds the index: that is faster, and compact again)."""
 
 from __future__ import annotations
 
@@ -40,14 +41,10 @@ class LiveIndex:
             changes = (row[0] or 0, row[1] or 0)
         newest, oldest = changes
         index = self.index
-        if index is not None and index.needs_compaction():
-            index = None
+        changed: list[int] = []
         if index is not None and oldest > self.change + 1:
             index = None  # the log was pruned past what we have seen: start again
-        if index is None:
-            self.index = None  # the old index is freed before the new one is built
-            index = await self._build(conn)
-        elif newest > self.change:
+        elif index is not None and newest > self.change:
             changed = [
                 r[0]
                 for r in await conn.execute_fetchall(
@@ -55,22 +52,34 @@ class LiveIndex:
                     (self.change, self._namespace),
                 )
             ]
-            for start in range(0, len(changed), 500):
-                chunk = changed[start : start + 500]
-                marks = ",".join("?" * len(chunk))
-                rows = await conn.execute_fetchall(
-                    "SELECT m.seq, f.content, f.key, f.tags FROM memories m CROSS JOIN memory_fts f ON f.rowid = m.seq"
-                    f" WHERE +m.namespace = ? AND m.seq IN ({marks})",
-                    (self._namespace, *chunk),
-                )
-                current = {r[0]: f"{r[1]} {r[2]} {r[3]}" for r in rows}
-                for seq in chunk:
-                    if seq not in current:
-                        index.remove(seq)
-                index.add_many([(seq, current[seq]) for seq in chunk if seq in current])
+        if index is not None and index.needs_compaction(len(changed)):
+            index = None  # rebuilding is cheaper, and gives compact postings again
+        if index is None:
+            if self.index is not None:  # freed before the new one is built, whoever holds it
+                self.index.clear()
+                self.index = None
+            index = await self._build(conn)
+        else:
+            await self._apply(conn, index, changed)
         self.index = index
         self.change = newest
         return index
+
+    async def _apply(self, conn: aiosqlite.Connection, index: Bm25Index, changed: list[int]) -> None:
+        """Re-read the changed memories' terms (the deleted ones are gone)."""
+        for start in range(0, len(changed), 500):
+            chunk = changed[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = await conn.execute_fetchall(
+                "SELECT m.seq, f.content, f.key, f.tags FROM memories m CROSS JOIN memory_fts f ON f.rowid = m.seq"
+                f" WHERE +m.namespace = ? AND m.seq IN ({marks})",
+                (self._namespace, *chunk),
+            )
+            current = {r[0]: f"{r[1]} {r[2]} {r[3]}" for r in rows}
+            for seq in chunk:
+                if seq not in current:
+                    index.remove(seq)
+            index.add_many([(seq, current[seq]) for seq in chunk if seq in current])
 
     async def _build(self, conn: aiosqlite.Connection) -> Bm25Index:
         """Read every memory's terms in chunks (holding them all as Python strings at once would

@@ -170,7 +170,9 @@ def test_many_additions_after_the_build_ask_for_a_rebuild() -> None:
     index.add_many([(seq, "tea") for seq in range(4000)])
     index.freeze()
     index.add_many([(seq, "coffee") for seq in range(4000, 5001)])
-    assert not index.needs_compaction()
+    assert not index.needs_compaction() and index.needs_compaction(incoming=500)
     index.add_many([(seq, "coffee") for seq in range(5001, 6500)])
     assert index.needs_compaction()
     assert len(index.search([KeywordQuery(("coffee",))], 5000)) == 2500
+    index.clear()
+    assert len(index) == 0 and index.search([KeywordQuery(("coffee",))], 10) == []
