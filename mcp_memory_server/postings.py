@@ -146,11 +146,16 @@ class Postings:
         """The term's documents (int64) and frequencies (uint8)."""
         start, end = self.starts[tid], self.starts[tid + 1]
         docs = self.low[start:end].astype(np.int64)
-        for split in self.splits:
+        block, since = 0, 0  # the block of the postings from `since` on
+        for later, split in enumerate(self.splits, 1):
             cut = split[tid]
             if cut >= end - start:
                 break
-            docs[cut:] += 1 << _BLOCK_BITS
+            if block:
+                docs[since:cut] += block << _BLOCK_BITS
+            block, since = later, cut
+        if block:
+            docs[since:] += block << _BLOCK_BITS
         return docs, self.tfs[start:end]
 
     @classmethod

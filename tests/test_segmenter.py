@@ -47,7 +47,7 @@ def test_the_compact_dictionary_holds_every_entry(plain: Any) -> None:
     assert len(dictionary.single) + len(dictionary.rest) + sum(
         len(t[0]) - t[0].tolist().count(0) for t in dictionary.tables.values()
     ) == len(plain.FREQ)
-    for absent in ("咖啡咖啡", "qqqqzzzz", "𠀀𠀀", "\x00\x00", "xyz\ud800", "中华人民共和国中华"):
+    for absent in ("", "咖啡咖啡", "qqqqzzzz", "𠀀𠀀", "\x00\x00", "xyz\ud800", "中华人民共和国中华"):
         assert absent not in dictionary and dictionary.get(absent, -1) == -1
     assert dictionary["中国"] == plain.FREQ["中国"]
     with pytest.raises(KeyError):
