@@ -12,12 +12,14 @@ from __future__ import annotations
 import bisect
 import math
 from array import array
-from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from .postings import Forward, Postings
+from .vocabulary import Vocabulary
 
 __all__ = ["Bm25Index", "KeywordQuery"]
 
@@ -38,100 +40,130 @@ class KeywordQuery:
 class Bm25Index:
     """Postings per term (doc numbers and term frequencies) with a forward index for feedback.
     Doc numbers are internal; `seqs[doc]` is the memory. Replaced or deleted docs are marked dead
-    and dropped at the next compaction."""
+    and dropped at the next compaction.
+
+    Documents added before `freeze` (the bulk build; the first search freezes) go into compact
+    postings (`postings.Postings`); later ones into small arrays per term, until there are
+    enough of them for the store to rebuild the index (`needs_compaction`)."""
 
     def __init__(self, k1: float = 0.9, b: float = 0.4) -> None:
         self.k1 = k1
         self.b = b
-        self._term_ids: dict[str, int] = {}
-        self._terms: list[str] = []
-        self._docs: list[array[int]] = []  # per term: doc numbers
-        self._tfs: list[array[int]] = []  # per term: term frequencies, capped at 255 (one byte each)
+        self.clear()
+
+    def clear(self) -> None:
+        """Drop every document, freeing the memory even while something still refers to the index."""
+        self._vocabulary = Vocabulary()
+        self._forward = Forward()
+        self._base: Postings | None = None
+        self._tail: dict[int, tuple[array[int], array[int]]] = {}  # after the base: tid -> docs, tfs
+        self._tail_docs = 0
         self._sizes = array("i")  # per term: postings, dead ones included (a cheap document frequency)
         self._seqs = array("q")
         self._lengths = array("f")
         self._alive = bytearray()
-        # Per doc, its distinct term ids: one flat array and each doc's start in it (one small
-        # array per doc would cost 64 bytes of overhead each, 6 MB at 100,000 memories).
-        self._forward = array("i")
-        self._forward_start = array("q", [0])
-        self._doc_of: dict[int, int] = {}  # seq -> live doc number
-        self._sorted_terms: list[str] | None = None
+        # seq -> doc: docs 0 to `_rising` have rising seqs (the bulk build reads memories in seq
+        # order) and are found by bisection in `_seqs`; later docs are in `_doc_of`.
+        self._rising = 0
+        self._doc_of: dict[int, int] = {}
+        self._live = 0
         self._live_length: float = 0.0
         self._norm: Any = None  # BM25 length normalisation per doc, until the next change
 
     def __len__(self) -> int:
-        return len(self._doc_of)
+        return self._live
 
     @property
     def dead(self) -> int:
-        return len(self._seqs) - len(self._doc_of)
+        return len(self._seqs) - self._live
 
-    def add(self, seq: int, terms: Sequence[str]) -> None:
-        """Index a memory's terms, replacing what was indexed for it before."""
-        self.remove(seq)
+    def add(self, seq: int, text: str) -> None:
+        """Index a memory's terms (separated by whitespace), replacing what was indexed for it."""
+        self.add_many([(seq, text)])
+
+    def add_many(self, items: Sequence[tuple[int, str]]) -> None:
+        """Index memories given as (seq, their terms separated by whitespace), replacing what was
+        indexed for them before."""
+        if not items:
+            return
         self._norm = None
-        doc = len(self._seqs)
-        self._seqs.append(seq)
-        self._lengths.append(float(len(terms)))
-        self._alive.append(1)
-        self._doc_of[seq] = doc
-        self._live_length += len(terms)
-        for term, count in Counter(terms).items():
-            tid = self._term_ids.get(term)
-            if tid is None:
-                tid = len(self._terms)
-                self._term_ids[term] = tid
-                self._terms.append(term)
-                self._docs.append(array("i"))
-                self._tfs.append(array("B"))
-                self._sizes.append(0)
-                if self._sorted_terms is not None:
-                    # kept sorted as terms arrive: re-sorting the whole vocabulary after a write
-                    # would put 50 ms on the next prefix query at 100,000 memories
-                    bisect.insort(self._sorted_terms, term)
-            self._docs[tid].append(doc)
-            self._tfs[tid].append(min(count, 255))
+        batch = self._vocabulary.analyse([text for _, text in items])
+        first = len(self._seqs)
+        self._seqs.extend(seq for seq, _ in items)
+        self._lengths.extend(batch.lengths.tolist())
+        self._alive.extend(b"\x01" * len(items))
+        self._live_length += float(batch.lengths.sum())
+        for doc, (seq, _) in enumerate(items, first):
+            self.remove(seq)
+            if doc == self._rising and (doc == 0 or seq > self._seqs[doc - 1]):
+                self._rising += 1
+            else:
+                self._doc_of[seq] = doc
+            self._live += 1
+        self._forward.append(batch.distinct, batch.tids, batch.tfs)
+        if self._base is not None:
+            self._add_to_tail(first, batch)
+
+    def _add_to_tail(self, first: int, batch: Any) -> None:
+        if len(self._sizes) < len(self._vocabulary):
+            self._sizes.frombytes(bytes(4 * (len(self._vocabulary) - len(self._sizes))))
+        docs = np.repeat(np.arange(first, first + len(batch.distinct)), batch.distinct).tolist()
+        for doc, tid, tf in zip(docs, batch.tids.tolist(), batch.tfs.tolist(), strict=True):
+            found = self._tail.get(tid)
+            if found is None:
+                found = self._tail[tid] = (array("i"), array("B"))
+            found[0].append(doc)
+            found[1].append(tf)
             self._sizes[tid] += 1
-            self._forward.append(tid)
-        self._forward_start.append(len(self._forward))
+        self._tail_docs += len(batch.distinct)
+
+    def freeze(self) -> None:
+        """Build the compact postings of every document added so far (the first search does)."""
+        if self._base is None:
+            self._base = Postings.build(self._forward, len(self._vocabulary))
+            self._sizes = array("i", self._base.counts.tobytes())
 
     def remove(self, seq: int) -> None:
         doc = self._doc_of.pop(seq, None)
+        if doc is None:
+            at = bisect.bisect_left(self._seqs, seq, 0, self._rising)
+            doc = at if at < self._rising and self._seqs[at] == seq and self._alive[at] else None
         if doc is not None:
             self._norm = None
             self._alive[doc] = 0
+            self._live -= 1
             self._live_length -= self._lengths[doc]
 
-    def needs_compaction(self) -> bool:
-        return self.dead > 1000 and self.dead > len(self._doc_of) // 4
+    def needs_compaction(self, incoming: int = 0) -> bool:
+        """Many dead documents, or many added (or about to be: `incoming`) since the compact
+        postings were built."""
+        return any(n > 1000 and n > self._live // 4 for n in (self.dead, self._tail_docs + incoming))
 
-    def _postings(self, term: str, alive: Any) -> tuple[Any, Any] | None:
-        tid = self._term_ids.get(term)
+    def _postings(self, tid: int | None, alive: Any) -> tuple[Any, Any] | None:
         if tid is None:
             return None
-        docs = np.frombuffer(self._docs[tid], dtype=np.int32)
-        tfs = np.frombuffer(self._tfs[tid], dtype=np.uint8).astype(np.float32)
+        base = self._base
+        assert base is not None
+        if tid < base.terms:
+            docs, tfs = base.get(tid)
+        else:
+            docs, tfs = _EMPTY_DOCS, _EMPTY_TFS
+        tail = self._tail.get(tid)
+        if tail is not None:
+            docs = np.concatenate([docs, np.frombuffer(tail[0], dtype=np.int32)])
+            tfs = np.concatenate([tfs, np.frombuffer(tail[1], dtype=np.uint8)])
+        tfs = tfs.astype(np.float32)
         if alive is None:
             return docs, tfs
         keep = alive[docs]
         return (docs, tfs) if keep.all() else (docs[keep], tfs[keep])
 
-    def _prefixed(self, prefix: str) -> list[str]:
-        if self._sorted_terms is None:
-            self._sorted_terms = sorted(self._terms)
-        start = bisect.bisect_left(self._sorted_terms, prefix)
-        found: list[str] = []
-        for term in self._sorted_terms[start : start + _MAX_PREFIX_TERMS]:
-            if not term.startswith(prefix):
-                break
-            found.append(term)
-        return found
-
     def _match(self, query: KeywordQuery, alive: Any) -> tuple[Any, Any] | None:
         """Docs matching one keyword and its frequency in each (a phrase counts its rarest term)."""
+        vocabulary = self._vocabulary
         if query.prefix and len(query.terms) == 1:
-            parts = [p for p in (self._postings(t, alive) for t in self._prefixed(query.terms[0])) if p is not None]
+            tids = vocabulary.prefixed(query.terms[0], _MAX_PREFIX_TERMS)
+            parts = [p for p in (self._postings(t, alive) for t in tids) if p is not None]
             if not parts:
                 return None
             if len(parts) == 1:
@@ -142,16 +174,16 @@ class Bm25Index:
             return unique, np.bincount(inverse, weights=tfs).astype(np.float32)
         result: tuple[Any, Any] | None = None
         for term in query.terms:
-            found = self._postings(term, alive)
-            if found is None:
+            posting = self._postings(vocabulary.get(term), alive)
+            if posting is None:
                 return None
             if result is None:
-                result = found
+                result = posting
                 continue
-            common, left, right = np.intersect1d(result[0], found[0], assume_unique=True, return_indices=True)
+            common, left, right = np.intersect1d(result[0], posting[0], assume_unique=True, return_indices=True)
             if common.size == 0:
                 return None
-            result = (common, np.minimum(result[1][left], found[1][right]))
+            result = (common, np.minimum(result[1][left], posting[1][right]))
         return result
 
     def search(
@@ -167,9 +199,10 @@ class Bm25Index:
         """Best `limit` memories as (seq, score), best first. Scores are BM25 summed over the
         keywords, times (1 + coordination x keywords matched), plus pseudo-relevance feedback:
         the most distinctive terms of the top `feedback_docs` documents, weighted down."""
-        live = len(self._doc_of)
+        live = self._live
         if live == 0 or not queries:
             return []
+        self.freeze()
         # Without dead documents no posting needs filtering.
         alive = np.frombuffer(self._alive, dtype=np.uint8).view(bool) if self.dead else None
         if self._norm is None:
@@ -204,18 +237,17 @@ class Bm25Index:
         terms: int,
         weight: float,
     ) -> None:
-        top = self._top(scores, docs)
-        if not top:
+        top = self._top_docs(scores, docs)
+        if not top.size:
             return
-        forward = np.frombuffer(self._forward, dtype=np.int32)
-        starts = self._forward_start
-        tids = np.concatenate([forward[starts[self._doc_of[seq]] : starts[self._doc_of[seq] + 1]] for seq, _ in top])
+        tids = np.concatenate([self._forward.get(doc) for doc in top.tolist()])
         unique, counts = np.unique(tids, return_counts=True)
         sizes = np.frombuffer(self._sizes, dtype=np.int32)[unique].astype(np.float32)
         # A term seen in several top documents, and rare elsewhere, says most about the topic.
         value = counts * np.log(1 + (live - sizes + 0.5) / (sizes + 0.5))
         value[sizes < 2] = 0
-        used = {self._term_ids[t] for q in queries for t in q.terms if t in self._term_ids}
+        vocabulary = self._vocabulary
+        used = {tid for q in queries for t in q.terms if (tid := vocabulary.get(t)) is not None}
         extra = np.zeros_like(scores)
         added = 0
         for position in np.argsort(-value)[: terms + len(used)]:
@@ -224,7 +256,7 @@ class Bm25Index:
                 break
             if tid in used:
                 continue
-            found = self._postings(self._terms[tid], alive)
+            found = self._postings(tid, alive)
             if found is None:
                 continue
             docs_, tfs = found
@@ -236,13 +268,16 @@ class Bm25Index:
         scores += weight * extra
 
     def _top(self, scores: Any, limit: int) -> list[tuple[int, float]]:
+        return [(self._seqs[d], float(scores[d])) for d in self._top_docs(scores, limit).tolist()]
+
+    @staticmethod
+    def _top_docs(scores: Any, limit: int) -> Any:
         candidates = np.flatnonzero(scores > 0)
         if candidates.size > limit:
             part = np.argpartition(-scores[candidates], limit - 1)[:limit]
             candidates = candidates[part]
-        order = candidates[np.argsort(-scores[candidates], kind="stable")]
-        return [(int(self._seqs[d]), float(scores[d])) for d in order]
+        return candidates[np.argsort(-scores[candidates], kind="stable")]
 
-    def add_many(self, items: Iterable[tuple[int, Sequence[str]]]) -> None:
-        for seq, terms in items:
-            self.add(seq, terms)
+
+_EMPTY_DOCS = np.zeros(0, dtype=np.int64)
+_EMPTY_TFS = np.zeros(0, dtype=np.uint8)

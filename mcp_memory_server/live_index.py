@@ -2,7 +2,8 @@
 
 Every write appends the memories it changed to `memory_changes` in the same transaction; before a
 search the store compares the newest change number with the one this index has seen and, when
-another connection (or process) has written since, re-reads only the changed memories' terms."""
+another connection (or process) has written since, re-reads only the changed memories' terms
+(or, when they are many, rebuilds the index: that is faster, and compact again)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from .config import Config
 
 __all__ = ["LiveIndex"]
 
-_BUILD_CHUNK = 5000
+_BUILD_CHUNK = 500
 
 
 class LiveIndex:
@@ -40,13 +41,10 @@ class LiveIndex:
             changes = (row[0] or 0, row[1] or 0)
         newest, oldest = changes
         index = self.index
-        if index is not None and index.needs_compaction():
-            index = None
+        changed: list[int] = []
         if index is not None and oldest > self.change + 1:
             index = None  # the log was pruned past what we have seen: start again
-        if index is None:
-            index = await self._build(conn)
-        elif newest > self.change:
+        elif index is not None and newest > self.change:
             changed = [
                 r[0]
                 for r in await conn.execute_fetchall(
@@ -54,23 +52,34 @@ class LiveIndex:
                     (self.change, self._namespace),
                 )
             ]
-            for start in range(0, len(changed), 500):
-                chunk = changed[start : start + 500]
-                marks = ",".join("?" * len(chunk))
-                rows = await conn.execute_fetchall(
-                    f"SELECT f.rowid, f.content, f.key, f.tags FROM memory_fts f JOIN memories m ON m.seq = f.rowid"
-                    f" WHERE m.namespace = ? AND f.rowid IN ({marks})",
-                    (self._namespace, *chunk),
-                )
-                current = {r[0]: f"{r[1]} {r[2]} {r[3]}".split() for r in rows}
-                for seq in chunk:
-                    if seq in current:
-                        index.add(seq, current[seq])
-                    else:
-                        index.remove(seq)
+        if index is not None and index.needs_compaction(len(changed)):
+            index = None  # rebuilding is cheaper, and gives compact postings again
+        if index is None:
+            if self.index is not None:  # freed before the new one is built, whoever holds it
+                self.index.clear()
+                self.index = None
+            index = await self._build(conn)
+        else:
+            await self._apply(conn, index, changed)
         self.index = index
         self.change = newest
         return index
+
+    async def _apply(self, conn: aiosqlite.Connection, index: Bm25Index, changed: list[int]) -> None:
+        """Re-read the changed memories' terms (the deleted ones are gone)."""
+        for start in range(0, len(changed), 500):
+            chunk = changed[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = await conn.execute_fetchall(
+                "SELECT m.seq, f.content, f.key, f.tags FROM memories m CROSS JOIN memory_fts f ON f.rowid = m.seq"
+                f" WHERE +m.namespace = ? AND m.seq IN ({marks})",
+                (self._namespace, *chunk),
+            )
+            current = {r[0]: f"{r[1]} {r[2]} {r[3]}" for r in rows}
+            for seq in chunk:
+                if seq not in current:
+                    index.remove(seq)
+            index.add_many([(seq, current[seq]) for seq in chunk if seq in current])
 
     async def _build(self, conn: aiosqlite.Connection) -> Bm25Index:
         """Read every memory's terms in chunks (holding them all as Python strings at once would
@@ -79,15 +88,19 @@ class LiveIndex:
         index = Bm25Index(self._config.bm25_k1, self._config.bm25_b)
         last = 0
         while True:
-            rows = list(
-                await conn.execute_fetchall(
-                    "SELECT f.rowid, f.content, f.key, f.tags FROM memory_fts f JOIN memories m ON m.seq = f.rowid"
-                    " WHERE m.namespace = ? AND f.rowid > ? ORDER BY f.rowid LIMIT ?",
-                    (self._namespace, last, _BUILD_CHUNK),
-                )
+            rows = await conn.execute_fetchall(
+                # Memories in seq order, each looked up in the full-text table by rowid: the other
+                # way round SQLite sorted every remaining row for each chunk.
+                "SELECT m.seq, f.content, f.key, f.tags FROM memories m CROSS JOIN memory_fts f ON f.rowid = m.seq"
+                " WHERE +m.namespace = ? AND m.seq > ? ORDER BY m.seq LIMIT ?",
+                (self._namespace, last, _BUILD_CHUNK),
             )
             if not rows:
-                return index
-            items = [(r[0], f"{r[1]} {r[2]} {r[3]}".split()) for r in rows]
+                break
+            items = [(r[0], f"{r[1]} {r[2]} {r[3]}") for r in rows]
+            last = items[-1][0]
+            del rows
             await anyio.to_thread.run_sync(index.add_many, items)
-            last = rows[-1][0]
+            del items
+        await anyio.to_thread.run_sync(index.freeze)
+        return index

@@ -160,13 +160,29 @@ def test_bm25_ranks_rare_terms_higher_and_compacts() -> None:
     from mcp_memory_server.bm25 import Bm25Index, KeywordQuery
 
     index = Bm25Index()
-    index.add_many([(1, ["tea", "green"]), (2, ["tea", "black"]), (3, ["coffee", "black"])])
+    index.add_many([(1, "tea green"), (2, "tea black"), (3, "coffee black")])
     ranked = index.search([KeywordQuery(("tea",)), KeywordQuery(("green",))], 10, feedback_docs=0)
     assert [seq for seq, _ in ranked] == [1, 2]
     assert index.search([KeywordQuery(("bla",), prefix=True)], 10, feedback_docs=0)[0][0] in (2, 3)
     assert index.search([KeywordQuery(("雾凇", "凇拼"))], 10) == []  # every term of a phrase must occur
     for seq in range(10, 2000):
-        index.add(seq, ["filler"])
+        index.add(seq, "filler")
     for seq in range(10, 2000):
         index.remove(seq)
     assert index.needs_compaction() and len(index) == 3
+
+
+async def test_many_writes_from_another_connection_rebuild_the_index(config: Config, segmenter: Segmenter) -> None:
+    async with Store(config, segmenter) as a, Store(config, segmenter) as b:
+        async with a.transaction() as tx:
+            for n in range(1200):
+                await tx.insert(_draft(f"note {n} about tea"), fingerprint(f"note {n} about tea"), NOW)
+        assert len(await _find(b, "tea")) == 10  # b builds its index
+        built = b._live.index
+        assert built is not None
+        async with a.transaction() as tx:
+            for n in range(1600):
+                await tx.insert(_draft(f"note {n} about cocoa"), fingerprint(f"note {n} about cocoa"), NOW)
+        assert len(await _find(b, "cocoa")) == 10  # more than a quarter new: b rebuilt its index
+        assert b._live.index is not built and len(built) == 0  # the old one was emptied first
+        assert b._live.index is not None and len(b._live.index) == 2800
