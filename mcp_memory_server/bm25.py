@@ -46,9 +46,10 @@ class Bm25Index:
     postings (`postings.Postings`); later ones into small arrays per term, until there are
     enough of them for the store to rebuild the index (`needs_compaction`)."""
 
-    def __init__(self, k1: float = 0.9, b: float = 0.4) -> None:
+    def __init__(self, k1: float = 0.9, b: float = 0.4, b_cjk: float | None = None) -> None:
         self.k1 = k1
         self.b = b
+        self.b_cjk = b if b_cjk is None else b_cjk
         self.clear()
 
     def clear(self) -> None:
@@ -61,6 +62,7 @@ class Bm25Index:
         self._sizes = array("i")  # per term: postings, dead ones included (a cheap document frequency)
         self._seqs = array("q")
         self._lengths = array("f")
+        self._cjk_share = array("f")  # per doc: the share of its terms that are CJK
         self._alive = bytearray()
         # seq -> doc: docs 0 to `_rising` have rising seqs (the bulk build reads memories in seq
         # order) and are found by bisection in `_seqs`; later docs are in `_doc_of`.
@@ -91,6 +93,7 @@ class Bm25Index:
         first = len(self._seqs)
         self._seqs.extend(seq for seq, _ in items)
         self._lengths.extend(batch.lengths.tolist())
+        self._cjk_share.extend((batch.cjk / np.maximum(batch.lengths, 1)).tolist())
         self._alive.extend(b"\x01" * len(items))
         self._live_length += float(batch.lengths.sum())
         for doc, (seq, _) in enumerate(items, first):
@@ -206,9 +209,7 @@ class Bm25Index:
         # Without dead documents no posting needs filtering.
         alive = np.frombuffer(self._alive, dtype=np.uint8).view(bool) if self.dead else None
         if self._norm is None:
-            lengths = np.frombuffer(self._lengths, dtype=np.float32)
-            average = max(self._live_length / live, 1.0)
-            self._norm = (self.k1 * (1 - self.b + self.b * lengths / average)).astype(np.float32)
+            self._norm = self._length_norm(live)
         norm = self._norm
         scores = np.zeros(len(self._seqs), dtype=np.float32)
         matched = np.zeros(len(self._seqs), dtype=np.float32)
@@ -225,6 +226,17 @@ class Bm25Index:
         if feedback_docs and feedback_terms:
             self._feedback(scores, alive, norm, live, queries, feedback_docs, feedback_terms, feedback_weight)
         return self._top(scores, limit)
+
+    def _length_norm(self, live: int) -> Any:
+        """k1 x BM25's length normalisation per doc. Chinese text is indexed as overlapping
+        character bigrams and single characters, so a long Chinese text matches a query's
+        characters by chance far more often than a long English one matches its words: CJK text
+        gets the stronger normalisation `b_cjk`, mixed text a blend by its share of CJK terms."""
+        lengths = np.frombuffer(self._lengths, dtype=np.float32)
+        share = np.frombuffer(self._cjk_share, dtype=np.float32)
+        b = self.b + (self.b_cjk - self.b) * share
+        average = max(self._live_length / live, 1.0)
+        return (self.k1 * (1 - b + b * lengths / average)).astype(np.float32)
 
     def _feedback(
         self,

@@ -55,6 +55,7 @@ class Config:
     busy_timeout_ms: int = 5000
     bm25_k1: float = 0.9
     bm25_b: float = 0.4
+    bm25_b_cjk: float = 0.9  # length normalisation of Chinese text (see Bm25Index._length_norm)
     coordination: float = 0.1
     char_weight: float = 0.5
     feedback_docs: int = 3

@@ -85,7 +85,7 @@ class LiveIndex:
         """Read every memory's terms in chunks (holding them all as Python strings at once would
         cost gigabytes at 100,000 memories) and index each chunk in a worker thread, so the event
         loop keeps answering other requests meanwhile."""
-        index = Bm25Index(self._config.bm25_k1, self._config.bm25_b)
+        index = Bm25Index(self._config.bm25_k1, self._config.bm25_b, self._config.bm25_b_cjk)
         last = 0
         while True:
             rows = await conn.execute_fetchall(

@@ -25,6 +25,7 @@ _SPACE[[0x2028, 0x2029, 0x202F, 0x205F, 0x3000]] = True
 _COLS = np.arange(8)
 _ASCII_SHIFTS = (8 * (7 - _COLS)).astype(np.int64)
 _MAX_KEY = (1 << 63) - 1
+_CJK_START = 0x3040  # kana, then CJK ideographs and Hangul: every term starting at or above is CJK
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,7 @@ class Batch:
     text then term id, the term id and its frequency (capped at 255)."""
 
     lengths: Any  # int64 per text
+    cjk: Any  # int64 per text: how many of its terms are Chinese (or other CJK) characters or bigrams
     distinct: Any  # int64 per text
     tids: Any  # int32
     tfs: Any  # uint8
@@ -127,6 +129,7 @@ class Vocabulary:
         starts, ends = edges[::2], edges[1::2]
         text_starts = np.cumsum([0] + [len(t) + 1 for t in texts[:-1]])
         text_of = np.searchsorted(text_starts, starts, side="right") - 1
+        cjk = np.bincount(text_of, weights=codes[starts] >= _CJK_START, minlength=len(texts)).astype(np.int64)
         tids = self._ids(joined, codes, starts, ends)
         del codes
         lengths = np.bincount(text_of, minlength=len(texts))
@@ -135,6 +138,7 @@ class Vocabulary:
         text_of, tids = np.divmod(pairs, width)
         return Batch(
             lengths=lengths,
+            cjk=cjk,
             distinct=np.bincount(text_of, minlength=len(texts)),
             tids=tids.astype(np.int32),
             tfs=np.minimum(counts, 255).astype(np.uint8),

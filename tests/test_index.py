@@ -153,6 +153,24 @@ def test_bm25_scores_by_hand() -> None:
     assert [s for _, s in ranked] == pytest.approx([score(2, 3), score(1, 4)], rel=1e-6)
 
 
+def test_chinese_text_gets_its_own_length_normalisation() -> None:
+    # A short memory with 睡 once against a long chat turn with 睡 twice among many characters.
+    short = "用户 户每 每晚 晚十 一点 点睡 用 户 每 晚 十 一 点 睡"
+    long = " ".join("最近感觉压力有点大睡眠也不太好我平时经常锻炼身体多吃水果但是最近忙于工作可能睡得太少")
+    english = ["sleep at eleven", "lately work has been stressful and i sleep badly so i sleep late every day"]
+
+    def ranked(b_cjk: float, texts: list[str], term: str) -> list[int]:
+        index = Bm25Index(k1=0.9, b=0.4, b_cjk=b_cjk)
+        index.add_many(list(enumerate(texts, 1)))
+        index.add_many([(9, "filler text"), (10, "短 句")])
+        return [seq for seq, _ in index.search([KeywordQuery((term,))], 10, feedback_docs=0)]
+
+    assert ranked(0.4, [short, long], "睡") == [2, 1]  # English's b lets the long text win
+    assert ranked(0.9, [short, long], "睡") == [1, 2]
+    # English text keeps b whatever b_cjk is.
+    assert ranked(0.4, english, "sleep") == ranked(0.9, english, "sleep") == ranked(1.0, english, "sleep")
+
+
 def test_documents_are_found_by_seq_in_any_order() -> None:
     index = Bm25Index()
     index.add_many([(seq, "tea") for seq in (3, 5, 9)])  # rising: found by bisection
