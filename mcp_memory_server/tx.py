@@ -23,7 +23,8 @@ __all__ = ["IndexFields", "Tx"]
 # (content, key, tags, category) -> the four pre-segmented FTS columns
 IndexFields = Callable[[str, "str | None", Iterable[str], str], tuple[str, ...]]
 
-_LOG_KEEP = 100_000
+_LOG_KEEP = 100_000  # changes kept in memory_changes, up to _PRUNE_EVERY more between prunes
+_PRUNE_EVERY = 100
 _DRAFT_COLUMNS = "content, key, category, tier, importance, confidence, source, tags, session_id, client"
 _BATCH = 1000  # rows per multi-row INSERT: 16 parameters a row stays well below SQLite's 32,766
 _LETTER_OR_DIGIT = re.compile(r"[^\W_]")
@@ -238,10 +239,13 @@ class Tx:
 
     async def _log(self, seqs: Sequence[int]) -> None:
         """Record changed memories for the in-memory indexes of every process (see bm25.py)."""
-        await self._conn.executemany(
-            "INSERT INTO memory_changes (namespace, seq) VALUES (?, ?)", [(self._ns, s) for s in seqs]
+        changes = await self._conn.execute_fetchall(
+            "INSERT INTO memory_changes (namespace, seq) SELECT ?, value FROM json_each(?) RETURNING change",
+            (self._ns, json.dumps(list(seqs))),
         )
-        await self._prune_log()
+        # Pruning once every _PRUNE_EVERY changes spares a round trip to SQLite per write.
+        if any(c[0] % _PRUNE_EVERY == 0 for c in changes):
+            await self._prune_log()
 
     async def _prune_log(self) -> None:
         # Keep the log bounded; a process that falls further behind rebuilds its index instead.

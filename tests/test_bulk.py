@@ -173,3 +173,21 @@ async def test_migration_upgrades_an_existing_database(
     assert db.execute("INSERT INTO memory_fts (memory_fts) VALUES ('integrity-check')") is not None
     db.close()
     assert _counts(config) == (8, 8, 8)
+
+
+async def test_the_change_log_stays_bounded(
+    service: MemoryService, config: Config, segmenter: Segmenter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tx_module, "_LOG_KEEP", 10)
+    monkeypatch.setattr(tx_module, "_PRUNE_EVERY", 4)
+    async with Store(config, segmenter) as other:
+        query = keyword_query("coffee")
+        assert query is not None
+        assert await other.search_index([query], 50) == []  # builds its index now, follows the log later
+        for n in range(30):
+            await service.remember(content=f"coffee number {n} in the morning", key=f"k{n}")
+            assert _counts(config)[2] <= 10 + 4
+        ids = await service.import_memories([{"content": f"more coffee {n}"} for n in range(25)])
+        assert _counts(config)[2] == 10  # an import prunes at its end
+        # The other store fell more than the log's length behind: it rebuilds and finds everything.
+        assert len(await other.search_index([query], 100)) == 30 + len(ids)
