@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import tempfile
 import time
 from pathlib import Path
@@ -70,6 +71,8 @@ async def run(args: argparse.Namespace) -> None:
             config = Config.from_env({}, db_path=Path(tmp) / "bulk.db", cache_dir=Path(segmenter_cache()))
             async with Store(config, segmenter) as store:
                 service = MemoryService(store)
+                for pragma in args.pragma:  # e.g. cache_size=-65536 (experiments)
+                    await store.conn.execute(f"PRAGMA {pragma}")
                 for setting in args.fts:  # e.g. hashsize=1048576 (experiments)
                     name, value = setting.split("=")
                     await store.conn.execute(
@@ -83,6 +86,8 @@ async def run(args: argparse.Namespace) -> None:
                 timer = _SqlTimer()
                 if args.sql:
                     timer.install(store.conn)
+                if args.no_gc:
+                    gc.disable()
                 profiler = cProfile.Profile() if args.profile else None
                 started, cpu, main_cpu = time.perf_counter(), time.process_time(), time.thread_time()
                 if profiler:
@@ -112,6 +117,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--profile", default="")
     parser.add_argument("--sql", action="store_true")
+    parser.add_argument("--no-gc", action="store_true", help="import with the cyclic garbage collector off")
+    parser.add_argument("--pragma", action="append", default=[], help="a PRAGMA such as cache_size=-65536")
     parser.add_argument("--fts", action="append", default=[], help="an FTS5 setting such as hashsize=1048576")
     anyio.run(run, parser.parse_args())
 
