@@ -7,6 +7,7 @@ import asyncio
 import functools
 import json
 import re
+import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -43,6 +44,22 @@ def _insert_memories(rows: int) -> str:
 def _insert_fts(rows: int) -> str:
     values = ", ".join(["(?, ?, ?, ?, ?)"] * rows)
     return f"INSERT INTO memory_fts (rowid, content, key, tags, category) VALUES {values}"
+
+
+# Full-width ASCII forms and the ideographic space (common in Chinese text) with their NFKD forms.
+_FULL_WIDTH = re.compile("[\uff01-\uff5e\u3000]")
+_FULL_WIDTH_NFKD = {chr(c): unicodedata.normalize("NFKD", chr(c)) for c in (*range(0xFF01, 0xFF5F), 0x3000)}
+
+
+def _normalized(text: str) -> str:
+    """`normalize(text)`, faster for Chinese text. One full-width comma makes CPython run its
+    whole NFKC algorithm over the text (15 us for a 100-character line); replacing such
+    characters by their decompositions first gives the same NFKC (it decomposes them the same
+    way), and usually leaves a text NFKC only needs to check (under 1 us)."""
+    if not text.isascii():
+        for char in set(_FULL_WIDTH.findall(text)):
+            text = text.replace(char, _FULL_WIDTH_NFKD[char])
+    return normalize(text)
 
 
 def _digest(content: str, normalized: str) -> str:
@@ -129,7 +146,7 @@ class Tx:
         await self._log([seq])
         await self._conn.execute(
             "INSERT INTO memory_fts (rowid, content, key, tags, category) VALUES (?, ?, ?, ?, ?)",
-            (seq, *self._index_fields(draft.content, draft.key, draft.tags, draft.category)),
+            (seq, *self._index_fields(_normalized(draft.content), draft.key, draft.tags, draft.category)),
         )
         return row_to_memory((seq, *values, now, now, now, 0))  # the row as written, in COLUMNS order
 
@@ -180,7 +197,7 @@ class Tx:
         fts: list[Any] = []
         for seq, draft in enumerate(drafts, first):
             # One normalisation for both the fingerprint and the index terms (see `_digest`).
-            normalized = normalize(draft.content)
+            normalized = _normalized(draft.content)
             memories.extend((seq, self._ns, *_draft_values(draft), _digest(draft.content, normalized), now, now, now))
             fts.extend((seq, *self._index_fields(normalized, draft.key, draft.tags, draft.category)))
         return memories, fts
@@ -205,7 +222,7 @@ class Tx:
         await self._log([seq])
         await self._conn.execute(
             "UPDATE memory_fts SET content = ?, key = ?, tags = ?, category = ? WHERE rowid = ?",
-            (*self._index_fields(draft.content, draft.key, draft.tags, draft.category), seq),
+            (*self._index_fields(_normalized(draft.content), draft.key, draft.tags, draft.category), seq),
         )
         memory = await self.get(seq)
         assert memory is not None

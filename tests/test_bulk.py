@@ -143,6 +143,15 @@ async def test_remember_returns_the_row_as_stored(service: MemoryService) -> Non
     assert result.memory == await service.get(result.id)
 
 
+def test_fast_normalisation_is_normalize() -> None:
+    full_width = "".join(chr(c) for c in (*range(0xFF01, 0xFF5F), 0x3000))
+    samples = [*TEXTS, "", "ｶﾞ", "ｶﾞＡ", "Ａ\u0301", "e\uff0e\u0301", "\u3000\u0301", full_width, full_width[::-1]]
+    samples += [f"{chr(c)}{w}{chr(c)}" for c in range(0x20, 0x3100) for w in ("，", "Ａ")]
+    samples += [f"{w}{chr(c)}" for c in range(0x300, 0x370) for w in full_width[::7]]  # combining marks after them
+    for text in samples:
+        assert tx_module._normalized(text) == normalize(text), repr(text)
+
+
 def test_digest_equals_the_fingerprint() -> None:
     samples = [*TEXTS, "", " ", "！？", "\u3040", "a\u200bb", "ǅ", "ﬁ", "Ⅻ", "①②", "😀", "_", "__x__"]
     samples += [chr(c) for c in range(0x20, 0x3100)] + [chr(c) for c in range(0xF900, 0xFFFF)]
