@@ -24,7 +24,7 @@ from mcp_memory_server.segmenter import Segmenter
 from mcp_memory_server.service import MemoryService
 from mcp_memory_server.store import Store
 
-from .latency import _corpus, segmenter_cache
+from .latency import _corpus, _queries, segmenter_cache
 
 
 class _SqlTimer:
@@ -98,6 +98,17 @@ async def run(args: argparse.Namespace) -> None:
                     profiler.disable()
                     profiler.dump_stats(args.profile)
                 elapsed = time.perf_counter() - started
+                if args.recall:
+                    t = time.perf_counter()
+                    await service.recall(query="warm up")
+                    first = time.perf_counter() - t
+                    timings = []
+                    for query in _queries(args.recall):
+                        t = time.perf_counter()
+                        await service.recall(query=query)
+                        timings.append(time.perf_counter() - t)
+                    timings.sort()
+                    print(f"  first recall {first * 1e3:.0f} ms, p50 {timings[len(timings) // 2] * 1e3:.2f} ms")
                 cpu, main_cpu = time.process_time() - cpu, time.thread_time() - main_cpu
             size = (Path(tmp) / "bulk.db").stat().st_size
             per_row = 1e6 / len(items)
@@ -117,6 +128,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--profile", default="")
     parser.add_argument("--sql", action="store_true")
+    parser.add_argument("--recall", type=int, default=0, help="then time the first recall and this many more")
     parser.add_argument("--no-gc", action="store_true", help="import with the cyclic garbage collector off")
     parser.add_argument("--pragma", action="append", default=[], help="a PRAGMA such as cache_size=-65536")
     parser.add_argument("--fts", action="append", default=[], help="an FTS5 setting such as hashsize=1048576")
