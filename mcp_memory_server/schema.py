@@ -85,4 +85,15 @@ MIGRATIONS: tuple[Migration, ...] = (
             )""",
         ),
     ),
+    (
+        3,
+        "full-text index: room for a bulk import's terms in memory",
+        (
+            # FTS5 keeps a transaction's new terms in memory and writes them out as one more index
+            # segment each time they pass `hashsize` (1 MB by default, about 1,200 memories), and
+            # every segment is merged into others later. 8 MB holds an import of several thousand
+            # memories in one segment; a single remember uses a few kilobytes of it.
+            "INSERT INTO memory_fts (memory_fts, rank) VALUES ('hashsize', 8388608)",
+        ),
+    ),
 )

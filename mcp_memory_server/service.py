@@ -216,10 +216,11 @@ class MemoryService:
         if len(keys) != len(set(keys)):
             raise InvalidInput("two imported memories have the same key; keys must be unique.")
         async with self.store.transaction() as tx:
-            for key in keys:
-                if await tx.by_key(key) is not None:
-                    raise InvalidInput(f"key {key!r} already exists; remember it instead to update it.")
-            seqs = await tx.insert_many(drafts, [fingerprint(d.content) for d in drafts], utcnow())
+            taken = await tx.taken_keys(keys)
+            if taken:
+                key = next(k for k in keys if k in taken)
+                raise InvalidInput(f"key {key!r} already exists; remember it instead to update it.")
+            seqs = await tx.insert_many(drafts, utcnow())
         return [memory_id(seq) for seq in seqs]
 
     async def recall(

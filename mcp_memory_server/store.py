@@ -179,7 +179,12 @@ class Store:
 
     @staticmethod
     def _index_fields(content: str, key: str | None, tags: Iterable[str], category: str) -> tuple[str, ...]:
-        return (index_text(content), index_text(key or ""), index_text(" ".join(tags)), category)
+        return (
+            index_text(content),
+            index_text(key) if key else "",
+            index_text(" ".join(tags)) if tags else "",
+            category,
+        )
 
     # ---- reads -------------------------------------------------------------------------------
 

@@ -3,6 +3,7 @@ runs before anything is written, so bad input changes nothing."""
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from typing import cast, get_args
@@ -29,6 +30,8 @@ MAX_KEY_CHARS = 200
 MAX_SESSION_CHARS = 200
 MAX_ID_LIST = 200
 _SEPARATORS = re.compile(r"[\s\-./]+")
+_SOURCES: tuple[str, ...] = get_args(Source)
+_TIERS: tuple[str, ...] = get_args(Tier)
 
 
 # Unicode category Cc, except newline and tab.
@@ -52,6 +55,7 @@ def text(value: str, *, field: str, limit: int) -> str:
     return cleaned
 
 
+@functools.lru_cache(maxsize=1024)  # an import names a few categories thousands of times
 def category(value: str) -> str:
     """Lower_snake category; 'Project State' and 'project-state' become project_state."""
     name = _SEPARATORS.sub("_", normalize(value).strip().lower()).strip("_")
@@ -74,17 +78,17 @@ def key(value: str | None) -> str | None:
     return cleaned
 
 
+@functools.lru_cache(maxsize=256)
 def source(value: str) -> Source:
     name = _clean(value).lower()
     name = SOURCE_ALIASES.get(name, name)
-    allowed = get_args(Source)
-    if name not in allowed:
-        raise InvalidInput(f"source {value!r} is not one of {', '.join(allowed)}.")
+    if name not in _SOURCES:
+        raise InvalidInput(f"source {value!r} is not one of {', '.join(_SOURCES)}.")
     return cast(Source, name)
 
 
 def tier(value: str) -> Tier:
-    if value not in get_args(Tier):
+    if value not in _TIERS:
         raise InvalidInput(f"tier {value!r} is not one of core, working.")
     return cast(Tier, value)
 

@@ -1,0 +1,202 @@
+"""Bulk import: one transaction, all or nothing, and the full-text index, the change log and the
+in-memory index agreeing with the memories afterwards."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+
+from mcp_memory_server import store as store_module
+from mcp_memory_server import tx as tx_module
+from mcp_memory_server.config import Config
+from mcp_memory_server.errors import InvalidInput, StoreError
+from mcp_memory_server.schema import MIGRATIONS
+from mcp_memory_server.segmenter import Segmenter
+from mcp_memory_server.service import MemoryService
+from mcp_memory_server.store import Store
+from mcp_memory_server.tokens import fingerprint, index_text, keyword_query, normalize
+
+pytestmark = pytest.mark.anyio
+
+TEXTS = [
+    "我每天早上喝一杯拿铁咖啡",
+    "The user prefers dark mode in every editor.",
+    "用户住在上海，工作日骑车去公司。",
+    "Caroline went to the LGBTQ support group on 7 May 2023.",
+    "ＦＵＬＬ－ＷＩＤＴＨ Ｐｙｔｈｏｎ ３．１１ 和全角标点！？",
+    "!!! ??? ...",
+    "café naïve façade",
+]
+
+
+def _db(config: Config) -> sqlite3.Connection:
+    return sqlite3.connect(config.db_path)
+
+
+def _counts(config: Config) -> tuple[int, int, int]:
+    db = _db(config)
+    try:
+        return tuple(  # type: ignore[return-value]
+            db.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in ("memories", "memory_fts", "memory_changes")
+        )
+    finally:
+        db.close()
+
+
+def _items(count: int) -> list[dict[str, object]]:
+    return [
+        {"content": f"{TEXTS[i % len(TEXTS)]} #{i}", "category": "fact" if i % 3 else "preference", "tags": ["t"]}
+        for i in range(count)
+    ]
+
+
+async def test_import_writes_memories_index_and_log_in_step(
+    service: MemoryService, config: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tx_module, "_BATCH", 4)  # several batches, the last one short
+    items = _items(23) + [{"content": t, "key": f"k{i}", "importance": 0.1 * i} for i, t in enumerate(TEXTS)]
+    ids = await service.import_memories(items, client="importer")
+    assert ids == [f"mem_{n}" for n in range(1, len(items) + 1)]
+    assert _counts(config) == (len(items),) * 3
+
+    db = _db(config)
+    rows = db.execute(
+        "SELECT m.seq, m.content, m.key, m.tags, m.category, m.content_hash, f.content, f.key, f.tags, f.category"
+        " FROM memories m JOIN memory_fts f ON f.rowid = m.seq ORDER BY m.seq"
+    ).fetchall()
+    log = [r[0] for r in db.execute("SELECT seq FROM memory_changes ORDER BY change")]
+    db.close()
+    assert log == list(range(1, len(items) + 1))
+    for _seq, content, key, tags, category, digest, *fts in rows:
+        assert fingerprint(content) == digest
+        assert fts == [index_text(content), index_text(key or ""), index_text(" ".join(json.loads(tags))), category]
+
+    for item, memory_id in zip(items, ids, strict=True):
+        memory = await service.get(memory_id)
+        assert memory.content == item["content"] and memory.client == "importer"
+        assert memory.importance == item.get("importance", 0.5)
+    hits = await service.store.search_index([q for q in [keyword_query("拿铁")] if q], 50)
+    assert {h.id for h in hits} == {ids[n] for n, item in enumerate(items) if "拿铁" in str(item["content"])}
+
+
+async def test_import_is_all_or_nothing(service: MemoryService, config: Config) -> None:
+    await service.import_memories([{"content": "kept", "key": "user.city"}])
+    before = _counts(config)
+    bad_items = [
+        [*_items(5), {"content": "   "}],
+        [*_items(5), {"content": "x", "importance": 2}],
+        [*_items(5), {"content": "x", "colour": "red"}],
+        [*_items(5), {"content": "a", "key": "k"}, {"content": "b", "key": "k"}],
+        [*_items(5), {"content": "again", "key": "user.city"}],
+    ]
+    for items in bad_items:
+        with pytest.raises(InvalidInput):
+            await service.import_memories(items)
+        assert _counts(config) == before
+    with pytest.raises(InvalidInput, match=r"'user\.city' already exists"):
+        await service.import_memories([{"content": "c", "key": "user.other"}, {"content": "d", "key": "user.city"}])
+
+
+async def test_a_failing_write_rolls_back_every_batch(
+    service: MemoryService, config: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tx_module, "_BATCH", 3)
+    db = _db(config)
+    db.execute(
+        "CREATE TRIGGER refuse BEFORE INSERT ON memories WHEN new.content = 'boom'"
+        " BEGIN SELECT RAISE(ABORT, 'refused by test'); END"
+    )
+    db.commit()
+    items = [*_items(7), {"content": "boom"}, *_items(5)]  # the third batch fails, later ones are queued
+    with pytest.raises(StoreError, match="refused by test"):
+        await service.import_memories(items)
+    assert _counts(config) == (0, 0, 0)
+    db.execute("DROP TRIGGER refuse")
+    db.commit()
+    db.close()
+    ids = await service.import_memories(_items(4))  # the connection is still usable
+    assert _counts(config) == (4, 4, 4)
+    assert ids[0] == "mem_1"  # nothing was committed, so nothing was used up
+
+
+async def test_imported_ids_are_never_reused(service: MemoryService) -> None:
+    ids = await service.import_memories(_items(3))
+    await service.forget(ids[1:])
+    assert await service.import_memories(_items(2)) == ["mem_4", "mem_5"]
+    created = await service.remember(content="one more, remembered")
+    assert created.id == "mem_6"
+
+
+async def test_other_processes_follow_an_import(service: MemoryService, config: Config, segmenter: Segmenter) -> None:
+    async with Store(config, segmenter) as other:
+        query = keyword_query("咖啡")
+        assert query is not None
+        assert await other.search_index([query], 10) == []
+        ids = await service.import_memories([{"content": "我喜欢喝咖啡"}, {"content": "unrelated"}])
+        assert [c.id for c in await other.search_index([query], 10)] == ids[:1]
+
+
+async def test_remember_returns_the_row_as_stored(service: MemoryService) -> None:
+    result = await service.remember(content="我喜欢喝咖啡", tags=["Drinks", "晨间"], key="drink", session_id="s1")
+    assert result.memory == await service.get(result.id)
+
+
+def test_fast_normalisation_is_normalize() -> None:
+    full_width = "".join(chr(c) for c in (*range(0xFF01, 0xFF5F), 0x3000))
+    samples = [*TEXTS, "", "ｶﾞ", "ｶﾞＡ", "Ａ\u0301", "e\uff0e\u0301", "\u3000\u0301", full_width, full_width[::-1]]
+    samples += [f"{chr(c)}{w}{chr(c)}" for c in range(0x20, 0x3100) for w in ("，", "Ａ")]
+    samples += [f"{w}{chr(c)}" for c in range(0x300, 0x370) for w in full_width[::7]]  # combining marks after them
+    for text in samples:
+        assert tx_module._normalized(text) == normalize(text), repr(text)
+
+
+def test_digest_equals_the_fingerprint() -> None:
+    samples = [*TEXTS, "", " ", "！？", "\u3040", "a\u200bb", "ǅ", "ﬁ", "Ⅻ", "①②", "😀", "_", "__x__"]
+    samples += [chr(c) for c in range(0x20, 0x3100)] + [chr(c) for c in range(0xF900, 0xFFFF)]
+    for text in samples:
+        assert tx_module._digest(text, normalize(text)) == fingerprint(text), repr(text)
+
+
+async def test_migration_upgrades_an_existing_database(
+    config: Config, segmenter: Segmenter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with monkeypatch.context() as m:
+        m.setattr(store_module, "MIGRATIONS", MIGRATIONS[:2])  # a database made before migration 3
+        async with Store(config, segmenter) as old:
+            assert await old.schema_version() == 2
+            ids = await MemoryService(old).import_memories(_items(5))
+    db = _db(config)
+    assert db.execute("SELECT * FROM memory_fts_config WHERE k = 'hashsize'").fetchall() == []
+    db.close()
+
+    async with Store(config, segmenter) as store:
+        assert await store.schema_version() == len(MIGRATIONS)
+        service = MemoryService(store)
+        assert (await service.get(ids[0])).content == _items(1)[0]["content"]
+        more = await service.import_memories(_items(3))
+        assert more == ["mem_6", "mem_7", "mem_8"]
+    db = _db(config)
+    assert db.execute("SELECT v FROM memory_fts_config WHERE k = 'hashsize'").fetchone()[0] == 8 * 1024 * 1024
+    assert db.execute("INSERT INTO memory_fts (memory_fts) VALUES ('integrity-check')") is not None
+    db.close()
+    assert _counts(config) == (8, 8, 8)
+
+
+async def test_the_change_log_stays_bounded(
+    service: MemoryService, config: Config, segmenter: Segmenter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tx_module, "_LOG_KEEP", 10)
+    monkeypatch.setattr(tx_module, "_PRUNE_EVERY", 4)
+    async with Store(config, segmenter) as other:
+        query = keyword_query("coffee")
+        assert query is not None
+        assert await other.search_index([query], 50) == []  # builds its index now, follows the log later
+        for n in range(30):
+            await service.remember(content=f"coffee number {n} in the morning", key=f"k{n}")
+            assert _counts(config)[2] <= 10 + 4
+        ids = await service.import_memories([{"content": f"more coffee {n}"} for n in range(25)])
+        assert _counts(config)[2] == 10  # an import prunes at its end
+        # The other store fell more than the log's length behind: it rebuilds and finds everything.
+        assert len(await other.search_index([query], 100)) == 30 + len(ids)
