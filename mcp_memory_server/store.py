@@ -44,6 +44,7 @@ class Store:
         self.segmenter = segmenter
         self.namespace = namespace
         self._conn: aiosqlite.Connection | None = None
+        self._peeker: sqlite3.Connection | None = None  # see `_peek`
         # One unit of work at a time on the connection: a transaction must not see another
         # coroutine's statements run inside it.
         self._lock = anyio.Lock()
@@ -79,11 +80,16 @@ class Store:
                 await self._conn.execute(f"PRAGMA {pragma}")
             await self._migrate()
             await self._ensure_index()
+            self._peeker = sqlite3.connect(path, timeout=0, isolation_level=None)
+            self._peeker.execute("PRAGMA query_only = ON")
         except (sqlite3.Error, OSError) as exc:
             await self.close()
             raise StoreError(f"cannot open the memory database at {path}: {exc}") from exc
 
     async def close(self) -> None:
+        if self._peeker is not None:
+            self._peeker.close()
+            self._peeker = None
         if self._conn is not None:
             await self.flush()
             conn, self._conn = self._conn, None
@@ -224,20 +230,33 @@ class Store:
                     coordination=c.coordination,
                 )
                 marks = ",".join("?" * len(ranked))
-                rows = await conn.execute_fetchall(
+                sql = (
                     "SELECT c.newest, c.oldest, m.* FROM (SELECT (SELECT max(change) FROM memory_changes) AS newest,"
                     " (SELECT min(change) FROM memory_changes) AS oldest) AS c"
                     f" LEFT JOIN (SELECT {M_COLUMNS} FROM memories m WHERE +m.namespace = ?"
-                    f" AND m.seq IN ({marks}){where}) AS m ON 1",
-                    (self.namespace, *(seq for seq, _ in ranked), *args),
+                    f" AND m.seq IN ({marks}){where}) AS m ON 1"
                 )
-                rows = list(rows)
+                params = (self.namespace, *(seq for seq, _ in ranked), *args)
+                peeked = self._peek(sql, params)
+                rows = peeked if peeked is not None else list(await conn.execute_fetchall(sql, params))
                 if (rows[0][0] or 0) == self._live.change:
                     break
                 index = await self._live.sync(conn, (rows[0][0] or 0, rows[0][1] or 0))
         by_seq = {r[2]: self._with_pending(r[2:]) for r in rows if r[2] is not None}
         found = [Candidate(by_seq[seq], score) for seq, score in ranked if seq in by_seq]
         return found[:limit]
+
+    def _peek(self, sql: str, params: Sequence[Any]) -> list[Any] | None:
+        """A short read on the event loop's own thread, through a second, read-only connection:
+        the worker thread's two hand-offs cost more than the query (0.4 against 0.3 ms for a
+        recall's 50 candidates). In WAL mode a reader never waits for a writer; when SQLite
+        still reports the file busy (a checkpoint or a recovery), None sends the caller to the
+        worker thread, which can wait without stalling the loop."""
+        try:
+            return self._peeker.execute(sql, params).fetchall() if self._peeker else None
+        except sqlite3.OperationalError as exc:
+            log.debug("read on the worker thread instead: %s", exc)
+            return None
 
     async def warm(self) -> None:
         """Build the in-memory index ahead of the first recall (the server calls this at start)."""

@@ -186,3 +186,23 @@ async def test_many_writes_from_another_connection_rebuild_the_index(config: Con
         assert len(await _find(b, "cocoa")) == 10  # more than a quarter new: b rebuilt its index
         assert b._live.index is not built and len(built) == 0  # the old one was emptied first
         assert b._live.index is not None and len(b._live.index) == 2800
+
+
+async def test_candidate_rows_are_read_on_the_loop_or_the_worker_thread_alike(
+    config: Config, segmenter: Segmenter
+) -> None:
+    """Search reads its candidates through a second, read-only connection on the event loop; when
+    that read fails (as when SQLite reports the file busy) the worker thread's connection answers."""
+    queries = [q for q in (keyword_query("跑步"), keyword_query("lake")) if q is not None]
+    async with Store(config, segmenter) as store, Store(config, segmenter) as other:
+        await _insert(store, "我喜欢在周末去西湖边跑步")
+        await _insert(other, "Weekend runs by the lake, 10 km")
+        fast = [(c.id, c.raw) for c in await store.search_index(queries, 10)]
+        assert len(fast) == 2  # the other connection's write is seen too
+        peeker = store._peeker
+        assert peeker is not None
+        with pytest.raises(sqlite3.OperationalError, match="readonly"):
+            peeker.execute("DELETE FROM memories")
+        peeker.close()
+        store._peeker = sqlite3.connect(":memory:")  # no such table: the read fails with OperationalError
+        assert [(c.id, c.raw) for c in await store.search_index(queries, 10)] == fast
