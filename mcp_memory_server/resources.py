@@ -1,0 +1,64 @@
+"""Resources (memory://...) and prompts: read-only views of the memory and the prompt texts."""
+
+# No `from __future__ import annotations`: the SDK evaluates handler signatures.
+
+import json
+from typing import Annotated
+
+from mcp.server.mcpserver import MCPServer
+from pydantic import Field
+
+from . import prompts
+from .app import CURRENT, AppState, Ctx, resource_call, state
+
+__all__ = ["add_prompts", "add_resources"]
+
+
+def add_resources(server: MCPServer[AppState]) -> None:
+    @server.resource(
+        "memory://memories/{id}",
+        mime_type="application/json",
+        description="One memory with all its fields and the history of its values.",
+    )
+    async def memoryresource_call(id: str, ctx: Ctx) -> str:
+        service = state(ctx).service
+        memory = await resource_call(service.get(id))
+        history = await resource_call(service.history(memory.id))
+        return _json(memory.model_dump(mode="json") | {"history": history})
+
+    @server.resource(
+        "memory://categories/{category}",
+        mime_type="application/json",
+        description="The 200 most recently updated memories of one category.",
+    )
+    async def categoryresource_call(category: str, ctx: Ctx) -> str:
+        page = await resource_call(state(ctx).service.list_memories(category=category, limit=200))
+        return page.model_dump_json(indent=2)
+
+    @server.resource(
+        "memory://stats",
+        mime_type="application/json",
+        description="Counts by category and tier, database path and size.",
+    )
+    async def statsresource_call() -> str:
+        stats = await resource_call(CURRENT.get().service.stats())
+        return stats.model_dump_json(indent=2)
+
+
+def _json(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, indent=2)
+
+
+def add_prompts(server: MCPServer[AppState]) -> None:
+    @server.prompt(
+        title="Extract memories",
+        description=(
+            "Ask the model which memories one user/assistant exchange holds; answers JSON "
+            "{memories: [{content, category, importance, source}]}, empty for small talk."
+        ),
+    )
+    def extract_memories(
+        user_message: Annotated[str, Field(description="What the user said.")],
+        assistant_message: Annotated[str, Field(description="What the assistant answered.")],
+    ) -> str:
+        return prompts.extract_memories(user_message, assistant_message)
