@@ -18,6 +18,7 @@ __all__ = [
     "Hit",
     "ListResult",
     "Memory",
+    "Model",
     "RecallResult",
     "RememberAction",
     "RememberResult",
@@ -122,11 +123,11 @@ def _flat_schema(schema: dict[str, Any], cls: type[BaseModel]) -> None:
         props[name] = _nullable(prop)
 
 
-class _Model(BaseModel):
+class Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=_flat_schema)
 
 
-class Memory(_Model):
+class Memory(Model):
     """One stored memory."""
 
     id: str = Field(description="Stable id such as mem_12; pass it back to forget or update.")
@@ -146,7 +147,7 @@ class Memory(_Model):
     access_count: int
 
 
-class Draft(_Model):
+class Draft(Model):
     """A memory to be written, already validated and normalised by the service."""
 
     content: str
@@ -161,7 +162,7 @@ class Draft(_Model):
     client: str | None = None
 
 
-class RememberResult(_Model):
+class RememberResult(Model):
     id: str = Field(description="Id of the memory written or matched.")
     action: RememberAction = Field(
         description="created: new memory; updated: same key, new value (old value kept in history); "
@@ -172,7 +173,7 @@ class RememberResult(_Model):
     detail: str = Field(description="One sentence saying what happened.")
 
 
-class Breakdown(_Model):
+class Breakdown(Model):
     keyword: float = Field(description="BM25 relevance normalised to 0-1 (LIKE stage: share of keywords found).")
     category: float = Field(description="Category weight.")
     recency: float = Field(description="exp(-ln2/half_life x days since last access).")
@@ -181,7 +182,7 @@ class Breakdown(_Model):
     topic_boost: float = Field(description="1.0, or the topic boost when related to the session topic.")
 
 
-class Hit(_Model):
+class Hit(Model):
     id: str
     content: str
     category: str
@@ -196,25 +197,25 @@ class Hit(_Model):
     breakdown: Breakdown
 
 
-class RecallResult(_Model):
+class RecallResult(Model):
     query: str
     keywords: list[str] = Field(description="Keywords searched for, after segmentation and stopwords.")
     stage: Stage = Field(description="fts: full-text index; like: substring fallback; none: no keywords or no hit.")
     hits: list[Hit]
 
 
-class ForgetResult(_Model):
+class ForgetResult(Model):
     deleted: list[str]
     not_found: list[str]
 
 
-class ListResult(_Model):
+class ListResult(Model):
     total: int = Field(description="Memories matching the filters, across all pages.")
     items: list[Memory]
     next_cursor: str | None = Field(description="Pass as cursor for the next page; null on the last page.")
 
 
-class SessionState(_Model):
+class SessionState(Model):
     session_id: str
     current_topic: str | None
     context_variables: dict[str, object]
@@ -224,7 +225,7 @@ class SessionState(_Model):
     updated_at: datetime
 
 
-class Stats(_Model):
+class Stats(Model):
     total: int
     by_category: dict[str, int]
     by_tier: dict[str, int]

@@ -133,14 +133,21 @@ class MemoryService:
             client=client,
         )
         now = now or utcnow()
-        digest = fingerprint(draft.content)
-        near_match = fts_query(await extract_keywords(self.store, draft.content, self.config.max_keywords))
+        digest, near_match = await self.prepare(draft)
         async with self.store.transaction() as tx:
             if draft.session_id:
                 await tx.touch_session(draft.session_id, now)
-            return await self._write(tx, draft, digest, near_match, now)
+            return await self.write(tx, draft, digest, near_match, now)
 
-    async def _write(self, tx: Tx, draft: Draft, digest: str, near_match: str, now: datetime) -> RememberResult:
+    async def prepare(self, draft: Draft) -> tuple[str, str]:
+        """What `write` needs besides the draft, computed outside the transaction (segmentation
+        may wait for jieba): the content's fingerprint and the full-text query for near-duplicates."""
+        keywords = await extract_keywords(self.store, draft.content, self.config.max_keywords)
+        return fingerprint(draft.content), fts_query(keywords)
+
+    async def write(self, tx: Tx, draft: Draft, digest: str, near_match: str, now: datetime) -> RememberResult:
+        """Store one validated draft inside `tx`: update by key, merge with an identical or
+        near-identical memory of the same category, or insert."""
         if draft.key is not None:
             existing = await tx.by_key(draft.key)
             if existing is not None:

@@ -4,13 +4,14 @@ function and returns its pydantic model (structured output)."""
 # No `from __future__ import annotations`: the SDK evaluates tool signatures, whose bounds
 # come from the Config in scope when the server is built.
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp_types import ToolAnnotations
-from pydantic import Field
+from pydantic import Field, WithJsonSchema
 
 from .app import AppState, Ctx, client_name, state, tool_call
+from .changes import MAX_OPS, ApplyChangesResult, ChangeOp, apply_changes
 from .config import Config
 from .models import ForgetResult, ListResult, RecallResult, RememberResult
 from .validate import MAX_ID_LIST, MAX_KEY_CHARS, MAX_SESSION_CHARS
@@ -162,3 +163,29 @@ def add_memory_tools(server: MCPServer[AppState], config: Config) -> None:
                 category=category, tier=tier, tags=tags, order_by=order_by, limit=limit, cursor=cursor
             )
         )
+
+    # The model sees the operation's schema; the service validates each operation itself, so a
+    # bad one is reported by its position and field, and program-managed fields are ignored.
+    op_schema = ChangeOp.model_json_schema()
+    op_schema["additionalProperties"] = True
+
+    @server.tool(
+        name="apply_changes",
+        description=(
+            "Apply change operations atomically (all or none): add creates or replaces the memory named by "
+            "key (an id like mem_12 or a key slot), del deletes it if its category matches. For the JSON array "
+            "the detect_memory_changes prompt produces."
+        ),
+        annotations=ToolAnnotations(
+            title="Apply memory changes", read_only_hint=False, destructive_hint=True, idempotent_hint=True
+        ),
+    )
+    async def apply_changes_tool(
+        ctx: Ctx,
+        ops: Annotated[
+            list[dict[str, Any]],
+            Field(min_length=1, max_length=MAX_OPS, description="The operations, applied in order."),
+            WithJsonSchema({"type": "array", "items": op_schema, "minItems": 1, "maxItems": MAX_OPS}),
+        ],
+    ) -> ApplyChangesResult:
+        return await tool_call(apply_changes(state(ctx).service, ops, client=client_name(ctx)))

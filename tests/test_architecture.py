@@ -30,6 +30,7 @@ RANKS = {
     "retrieve": 5,
     "service": 6,
     "prompts": 6,
+    "changes": 7,
     "__init__": 7,
     "app": 8,
     "tools": 9,

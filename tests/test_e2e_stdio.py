@@ -22,6 +22,8 @@ from mcp_memory_server.config import Config
 from mcp_memory_server.segmenter import Segmenter
 from mcp_memory_server.server import build_server
 
+from .surface import TOOLS
+
 pytestmark = pytest.mark.anyio
 
 
@@ -47,7 +49,7 @@ async def _data(client: Client, tool: str, **args: Any) -> dict[str, Any]:
 async def test_stdio_end_to_end(tmp_path: Path, cache_dir: Path, mode: str) -> None:
     async with Client(_params(tmp_path, cache_dir), mode=mode) as client:
         assert client.server_info is not None and client.server_info.name == "mcp-memory-server"
-        assert {t.name for t in (await client.list_tools()).tools} == {"remember", "recall", "forget", "list"}
+        assert {t.name for t in (await client.list_tools()).tools} == TOOLS
 
         coffee = await _data(client, "remember", content="我每天早上喝一杯拿铁咖啡", category="preference")
         code = await _data(client, "remember", content="我喜欢用Python写代码", category="preference")
@@ -91,7 +93,7 @@ class _GatedSegmenter(Segmenter):
 async def test_server_answers_before_jieba_has_loaded(config: Config, cache_dir: Path) -> None:
     segmenter = _GatedSegmenter(cache_dir)
     async with Client(build_server(config, segmenter)) as client:
-        assert len((await client.list_tools()).tools) == 4
+        assert {t.name for t in (await client.list_tools()).tools} == TOOLS
         assert len((await client.list_prompts()).prompts) == 1
         assert not segmenter.ready, "initialize and tools/list were answered while jieba was still loading"
         segmenter.gate.set()

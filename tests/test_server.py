@@ -14,6 +14,8 @@ from mcp_memory_server.config import Config
 from mcp_memory_server.segmenter import Segmenter
 from mcp_memory_server.server import build_server
 
+from .surface import TOOLS
+
 pytestmark = pytest.mark.anyio
 
 
@@ -41,7 +43,7 @@ async def error(client: Client, tool: str, **args: Any) -> str:
 
 async def test_tools_are_described_bounded_and_annotated(client: Client) -> None:
     tools = {t.name: t for t in (await client.list_tools()).tools}
-    assert set(tools) == {"remember", "recall", "forget", "list"}
+    assert set(tools) == TOOLS
     for tool in tools.values():
         assert tool.description and len(tool.description) < 400 and "\n" not in tool.description
         assert tool.output_schema is not None
