@@ -15,6 +15,7 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from .config import Config
 from .errors import MemoryServerError, NotFound
 from .service import MemoryService
+from .sessions import Sessions
 from .store import Store
 
 __all__ = ["CURRENT", "AppState", "Ctx", "carry_state", "client_name", "resource_call", "state", "tool_call"]
@@ -29,6 +30,7 @@ class AppState:
     config: Config
     store: Store
     service: MemoryService
+    sessions: Sessions
 
 
 Ctx = Context[AppState]

@@ -6,6 +6,7 @@ or building a `Config` has no side effects.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Callable, Mapping
@@ -64,6 +65,10 @@ class Config:
     weights: ScoreWeights = field(default_factory=ScoreWeights)
     category_weights: Mapping[str, float] = field(default_factory=_default_category_weights)
     log_level: str = "INFO"
+    # Sessions and the memory sieve (SPEC 4 and 7).
+    emotion_min_confidence: float = 0.6  # below it, the neutral strategy
+    strategy_overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: MappingProxyType({}))
+    sampling_timeout_s: float = 60.0  # how long the sieve waits for the client's model
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Config:
@@ -117,6 +122,10 @@ class Config:
                 raise InvalidInput(f"score weight {f.name} must not be negative")
         if any(w < 0 for w in self.category_weights.values()):
             raise InvalidInput("category weights must not be negative")
+        if not 0 <= self.emotion_min_confidence <= 1:
+            raise InvalidInput(f"emotion_min_confidence must be in [0, 1], got {self.emotion_min_confidence}")
+        if self.sampling_timeout_s <= 0:
+            raise InvalidInput(f"sampling_timeout_s must be positive, got {self.sampling_timeout_s}")
 
     def category_weight(self, category: str) -> float:
         return self.category_weights.get(category, 1.0)
@@ -185,6 +194,23 @@ def _category_weights(raw: str) -> Mapping[str, float]:
     merged = dict(_default_category_weights())
     merged.update(_pairs(raw))
     return MappingProxyType(merged)
+
+
+def _unit(raw: str) -> float:
+    value = float(raw)
+    if not 0 <= value <= 1:
+        raise ValueError("must be between 0 and 1")
+    return value
+
+
+def _json_object(raw: str) -> Mapping[str, Mapping[str, Any]]:
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not JSON: {exc.msg}") from None
+    if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
+        raise ValueError('expected a JSON object of objects, such as {"sad": {"max_length": 300}}')
+    return MappingProxyType(value)
 
 
 def _log_level(raw: str) -> str:
@@ -273,4 +299,25 @@ ENV_VARS: tuple[EnvVar, ...] = (
         "Similarity (0-1) above which new content in the same category updates the old memory.",
     ),
     EnvVar("MCP_MEMORY_LOG_LEVEL", "log_level", _log_level, "INFO", "Log level of the messages written to stderr."),
+    EnvVar(
+        "MCP_MEMORY_EMOTION_MIN_CONFIDENCE",
+        "emotion_min_confidence",
+        _unit,
+        "0.6",
+        "An emotion reported with less confidence gets the neutral response strategy.",
+    ),
+    EnvVar(
+        "MCP_MEMORY_STRATEGIES",
+        "strategy_overrides",
+        _json_object,
+        "{}",
+        'JSON object changing rows of the emotion -> strategy table, e.g. {"sad": {"max_length": 300}}.',
+    ),
+    EnvVar(
+        "MCP_MEMORY_SAMPLING_TIMEOUT",
+        "sampling_timeout_s",
+        _positive_float,
+        "60",
+        "Seconds the memory sieve waits for the client's model before keeping a fallback note.",
+    ),
 )

@@ -36,6 +36,16 @@ def add_resources(server: MCPServer[AppState]) -> None:
         return page.model_dump_json(indent=2)
 
     @server.resource(
+        "memory://sessions/{session_id}",
+        mime_type="application/json",
+        description="A conversation's working memory (topic, variables, turns, last emotion), its strategy "
+        "and the memories written in it.",
+    )
+    async def session_resource(session_id: str, ctx: Ctx) -> str:
+        view = await resource_call(state(ctx).sessions.view(session_id))
+        return view.model_dump_json(indent=2)
+
+    @server.resource(
         "memory://stats",
         mime_type="application/json",
         description="Counts by category and tier, database path and size.",

@@ -18,6 +18,8 @@ from .errors import MemoryServerError
 from .resources import add_prompts, add_resources
 from .segmenter import Segmenter
 from .service import MemoryService
+from .session_tools import add_session_tools
+from .sessions import Sessions
 from .store import Store
 from .tools import add_memory_tools
 from .transports import serve_http, serve_stdio
@@ -47,7 +49,8 @@ def build_server(config: Config, segmenter: Segmenter | None = None) -> MCPServe
             # The search index is built in the background: start-up does not wait for it, and
             # the first recall usually finds it ready.
             tasks.start_soon(_warm, store)
-            yield AppState(config=config, store=store, service=MemoryService(store))
+            service = MemoryService(store)
+            yield AppState(config=config, store=store, service=service, sessions=Sessions(service))
             tasks.cancel_scope.cancel()
 
     server: MCPServer[AppState] = MCPServer(
@@ -61,6 +64,7 @@ def build_server(config: Config, segmenter: Segmenter | None = None) -> MCPServe
         middleware=[carry_state],
     )
     add_memory_tools(server, config)
+    add_session_tools(server)
     add_resources(server)
     add_prompts(server)
     return server

@@ -277,6 +277,7 @@ class MemoryService:
         order_by: OrderBy = "updated",
         limit: int = 20,
         cursor: str | None = None,
+        session_id: str | None = None,
     ) -> ListResult:
         if not 1 <= limit <= 200:
             raise InvalidInput(f"limit must be between 1 and 200, got {limit}.")
@@ -287,6 +288,7 @@ class MemoryService:
             order_by=order_by,
             limit=limit,
             after=_decode_cursor(order_by, cursor) if cursor else None,
+            session_id=validate.session_id(session_id),
         )
         return ListResult(
             total=page.total, items=page.items, next_cursor=_encode_cursor(order_by, page.last) if page.last else None

@@ -290,12 +290,14 @@ class Store:
         order_by: str,
         limit: int,
         after: tuple[Any, int] | None,
+        session_id: str | None = None,
     ) -> Page:
         column = ORDER_COLUMNS[order_by]
         where, args = filters(category, tags)
-        if tier is not None:
-            where += " AND m.tier = ?"
-            args.append(tier)
+        for name, value in (("tier", tier), ("session_id", session_id)):
+            if value is not None:
+                where += f" AND m.{name} = ?"
+                args.append(value)
         keyset, keyset_args = "", []
         if after is not None:
             keyset = f" AND (m.{column} < ? OR (m.{column} = ? AND m.seq < ?))"

@@ -157,10 +157,19 @@ def add_memory_tools(server: MCPServer[AppState], config: Config) -> None:
         ] = "updated",
         limit: Annotated[int, Field(ge=1, le=200, description="Page size.")] = 20,
         cursor: Annotated[str | None, Field(max_length=400, description="next_cursor of the previous page.")] = None,
+        session_id: Annotated[
+            str | None, Field(max_length=MAX_SESSION_CHARS, description="Only memories written in this conversation.")
+        ] = None,
     ) -> ListResult:
         return await tool_call(
             state(ctx).service.list_memories(
-                category=category, tier=tier, tags=tags, order_by=order_by, limit=limit, cursor=cursor
+                category=category,
+                tier=tier,
+                tags=tags,
+                order_by=order_by,
+                limit=limit,
+                cursor=cursor,
+                session_id=session_id,
             )
         )
 

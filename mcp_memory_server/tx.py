@@ -291,3 +291,22 @@ class Tx:
             "UPDATE sessions SET current_topic = ? WHERE namespace = ? AND session_id = ?",
             (topic, self._ns, session_id),
         )
+
+    async def update_session(
+        self, session_id: str, moment: datetime, *, topic: str | None, emotion: str | None, variables: str | None
+    ) -> None:
+        """One conversational turn: the turn count goes up; topic, emotion and the context
+        variables (a JSON object, already merged) change when given."""
+        await self.touch_session(session_id, moment)
+        await self._conn.execute(
+            "UPDATE sessions SET turn_count = turn_count + 1, current_topic = coalesce(?, current_topic),"
+            " last_emotion = coalesce(?, last_emotion), context_variables = coalesce(?, context_variables)"
+            " WHERE namespace = ? AND session_id = ?",
+            (topic, emotion, variables, self._ns, session_id),
+        )
+
+    async def session_variables(self, session_id: str) -> dict[str, Any]:
+        rows = await self._conn.execute_fetchall(
+            "SELECT context_variables FROM sessions WHERE namespace = ? AND session_id = ?", (self._ns, session_id)
+        )
+        return next((json.loads(r[0]) for r in rows), {})

@@ -31,6 +31,9 @@ RANKS = {
     "service": 6,
     "prompts": 6,
     "changes": 7,
+    "strategy": 2,
+    "sessions": 7,
+    "session_tools": 9,
     "__init__": 7,
     "app": 8,
     "tools": 9,
@@ -41,7 +44,7 @@ RANKS = {
     "__main__": 12,
 }
 # The MCP edge: the only modules that import the SDK.
-MCP_EDGE = {"app", "tools", "resources", "transports", "server"}
+MCP_EDGE = {"app", "tools", "session_tools", "resources", "transports", "server"}
 # Third-party libraries that belong to exactly one module.
 OWNERS = {
     "mcp": MCP_EDGE,

@@ -139,18 +139,21 @@ async def surface(config: Config, segmenter: Segmenter) -> Surface:
     )
 
 
-def _bounds(schema: dict[str, Any]) -> set[float]:
-    """Every numeric limit in a property's JSON schema, nested ones (list items, anyOf) included."""
+def _bounds(schema: dict[str, Any], defs: dict[str, Any] | None = None) -> set[float]:
+    """Every numeric limit in a property's JSON schema, nested ones (list items, anyOf, models
+    referenced from `$defs`) included."""
     found: set[float] = set()
     for key, value in schema.items():
-        if key in ("minimum", "maximum", "minLength", "maxLength", "minItems", "maxItems"):
+        if key in ("minimum", "maximum", "minLength", "maxLength", "minItems", "maxItems", "maxProperties"):
             found.add(float(value))
+        elif key == "$ref" and defs is not None:
+            found |= _bounds(defs[value.rsplit("/", 1)[-1]], defs)
         elif isinstance(value, dict):
-            found |= _bounds(value)
+            found |= _bounds(value, defs)
         elif isinstance(value, list):
             for item in value:
                 if isinstance(item, dict):
-                    found |= _bounds(item)
+                    found |= _bounds(item, defs)
     return found
 
 
@@ -192,7 +195,8 @@ async def test_every_tool_argument_is_documented_with_its_default_and_bounds(sur
                 assert default == "required", f"{where} is required"
             else:
                 assert json.loads(first_code(default)) == properties[arg]["default"], f"{where}: wrong default"
-            assert numbers(bounds) == _bounds(properties[arg]), f"{where}: bounds {bounds!r} differ from the schema"
+            limits = _bounds(properties[arg], tool.input_schema.get("$defs", {}))
+            assert numbers(bounds) == limits, f"{where}: bounds {bounds!r} differ from the schema"
             assert meaning, f"{where} has no meaning"
 
 
