@@ -16,6 +16,7 @@ from .config import Config
 from .errors import MemoryServerError, NotFound
 from .service import MemoryService
 from .sessions import Sessions
+from .sieve import Sieve
 from .store import Store
 
 __all__ = ["CURRENT", "AppState", "Ctx", "carry_state", "client_name", "resource_call", "state", "tool_call"]
@@ -31,6 +32,7 @@ class AppState:
     store: Store
     service: MemoryService
     sessions: Sessions
+    sieve: Sieve
 
 
 Ctx = Context[AppState]

@@ -2,6 +2,8 @@
 
     MemoryServerError            base of everything below
     ├── InvalidInput             an argument is out of bounds or malformed; nothing was changed
+    │   └── SecretRefused        the content is essentially a secret (password, key, token, card
+    │                            number); nothing was stored
     ├── NotFound                 a memory id (or other named thing) does not exist
     └── StoreError               the database could not complete an operation (locked too long,
                                  corrupt, unwritable); nothing was half-applied
@@ -12,7 +14,7 @@ into a one-line message and a non-zero exit status.
 
 from __future__ import annotations
 
-__all__ = ["InvalidInput", "MemoryServerError", "NotFound", "StoreError"]
+__all__ = ["InvalidInput", "MemoryServerError", "NotFound", "SecretRefused", "StoreError"]
 
 
 class MemoryServerError(Exception):
@@ -21,6 +23,10 @@ class MemoryServerError(Exception):
 
 class InvalidInput(MemoryServerError):
     """An argument is out of bounds or malformed; nothing was changed."""
+
+
+class SecretRefused(InvalidInput):
+    """The content is essentially a secret; memories never store credentials, so nothing was stored."""
 
 
 class NotFound(MemoryServerError):

@@ -99,6 +99,9 @@ def _nullable(prop: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(branches, list) or len(branches) != 2 or {"type": "null"} not in branches:
         return prop
     (other,) = (b for b in branches if b != {"type": "null"})
+    if isinstance(other, dict) and other.get("type") == "object":  # a nullable nested model, inlined
+        rest = {k: v for k, v in prop.items() if k != "anyOf"}
+        return rest | other | {"type": ["object", "null"]}
     if not isinstance(other, dict) or not isinstance(other.get("type"), str) or set(other) - {"type", "format"}:
         return prop
     rest: dict[str, Any] = {k: v for k, v in prop.items() if k != "anyOf"}
@@ -121,6 +124,8 @@ def _flat_schema(schema: dict[str, Any], cls: type[BaseModel]) -> None:
         if len(nested) == 1:
             prop = _inline(prop, *nested)
         props[name] = _nullable(prop)
+    if "$ref" not in repr(props):  # every nested model is inlined: the definitions are not needed
+        schema.pop("$defs", None)
 
 
 class Model(BaseModel):
@@ -160,6 +165,7 @@ class Draft(Model):
     tags: tuple[str, ...] = ()
     session_id: str | None = None
     client: str | None = None
+    withheld: tuple[str, ...] = ()  # kinds of secrets taken out of the content (never stored)
 
 
 class RememberResult(Model):
@@ -171,6 +177,9 @@ class RememberResult(Model):
     )
     memory: Memory
     detail: str = Field(description="One sentence saying what happened.")
+    withheld: list[str] = Field(
+        default_factory=list, description="Kinds of secrets removed from the content before it was stored."
+    )
 
 
 class Breakdown(Model):

@@ -46,6 +46,16 @@ def add_resources(server: MCPServer[AppState]) -> None:
         return view.model_dump_json(indent=2)
 
     @server.resource(
+        "memory://extraction-log",
+        mime_type="application/json",
+        description="The memory sieve's last 100 runs, newest first: input previews, each channel's outcome and "
+        "items with their value scores and decisions.",
+    )
+    async def extraction_log_resource() -> str:
+        entries = await resource_call(CURRENT.get().sieve.log(100))
+        return _json([e.model_dump(mode="json") for e in entries])
+
+    @server.resource(
         "memory://stats",
         mime_type="application/json",
         description="Counts by category and tier, database path and size.",

@@ -96,4 +96,29 @@ MIGRATIONS: tuple[Migration, ...] = (
             "INSERT INTO memory_fts (memory_fts, rank) VALUES ('hashsize', 8388608)",
         ),
     ),
+    (
+        5,
+        "extraction log of the memory sieve",
+        (
+            # One row per sieve run: what came in (a digest and short redacted previews), what each
+            # channel did with it and what was stored. `status` is pending while the client's model
+            # is still being asked (the fast channel's items and the fallback note are then already
+            # written), done afterwards.
+            """CREATE TABLE extraction_log (
+                seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+                namespace  TEXT NOT NULL DEFAULT '',
+                digest     TEXT NOT NULL,
+                session_id TEXT,
+                client     TEXT,
+                status     TEXT NOT NULL CHECK (status IN ('pending', 'done')),
+                input      TEXT NOT NULL,  -- JSON {user, assistant}: previews, secrets withheld
+                fast       TEXT NOT NULL,  -- JSON channel report {outcome, detail, items}
+                deep       TEXT NOT NULL,
+                note_seq   INTEGER,        -- the fallback note written ahead of the deep channel
+                created_at TEXT NOT NULL,
+                updated_at TEXT NOT NULL
+            )""",
+            "CREATE INDEX extraction_log_digest ON extraction_log (namespace, digest, status)",
+        ),
+    ),
 )

@@ -20,6 +20,7 @@ from .segmenter import Segmenter
 from .service import MemoryService
 from .session_tools import add_session_tools
 from .sessions import Sessions
+from .sieve import Sieve
 from .store import Store
 from .tools import add_memory_tools
 from .transports import serve_http, serve_stdio
@@ -50,7 +51,9 @@ def build_server(config: Config, segmenter: Segmenter | None = None) -> MCPServe
             # the first recall usually finds it ready.
             tasks.start_soon(_warm, store)
             service = MemoryService(store)
-            yield AppState(config=config, store=store, service=service, sessions=Sessions(service))
+            yield AppState(
+                config=config, store=store, service=service, sessions=Sessions(service), sieve=Sieve(service)
+            )
             tasks.cancel_scope.cancel()
 
     server: MCPServer[AppState] = MCPServer(

@@ -13,6 +13,7 @@ from . import validate
 from .config import Config
 from .errors import InvalidInput, NotFound
 from .models import Draft, ForgetResult, ListResult, Memory, OrderBy, RecallResult, RememberResult, Stats
+from .redact import describe
 from .retrieve import extract_keywords, recall
 from .rows import memory_id, parse_id, utcnow
 from .store import Store
@@ -137,7 +138,11 @@ class MemoryService:
         async with self.store.transaction() as tx:
             if draft.session_id:
                 await tx.touch_session(draft.session_id, now)
-            return await self.write(tx, draft, digest, near_match, now)
+            result = await self.write(tx, draft, digest, near_match, now)
+        if draft.withheld:
+            detail = f"{result.detail} {describe(draft.withheld)}"
+            result = result.model_copy(update={"withheld": list(draft.withheld), "detail": detail})
+        return result
 
     async def prepare(self, draft: Draft) -> tuple[str, str]:
         """What `write` needs besides the draft, computed outside the transaction (segmentation

@@ -1,20 +1,125 @@
 """The tools an assistant calls as a conversation goes on: `update_session` once per turn (topic,
-emotion, context variables -> response strategy)."""
+emotion, context variables -> response strategy) and `extract` after an exchange (the memory
+sieve, with the client's model through MCP sampling when it offers one).
+
+Sampling in both protocol eras. On 2026-07-28 and later a tool cannot send the client a request
+mid-call: the SDK's `Resolve`/`Sample` pattern answers the first round of the call with the
+sampling request and runs the tool body when the client calls again with the model's answer. A
+client that refuses never calls again, so the first round already writes what must not be lost
+(the fast channel's memories and a note keeping the exchange). On earlier versions the body asks
+the client itself, under a timeout, while the fast channel runs; a refusal or a timeout leaves
+the note as the fallback."""
 
 # No `from __future__ import annotations`: the SDK evaluates tool signatures.
 
+import logging
 from typing import Annotated, Any
 
-from mcp.server.mcpserver import MCPServer
-from mcp_types import ToolAnnotations
+import anyio
+from mcp.server.mcpserver import MCPServer, Resolve, Sample
+from mcp.shared.exceptions import MCPError
+from mcp.shared.message import ServerMessageMetadata
+from mcp_types import CreateMessageRequest, CreateMessageResult, SamplingMessage, TextContent, ToolAnnotations
+from mcp_types.version import is_version_at_least
 from pydantic import Field
 
-from .app import AppState, Ctx, state, tool_call
+from .app import AppState, Ctx, client_name, state, tool_call
 from .sessions import MAX_TOPIC_CHARS, MAX_VARIABLES, SessionResult
+from .sieve import MAX_TOKENS, ExtractResult, Sieve
 from .strategy import Emotion
 from .validate import MAX_SESSION_CHARS
 
 __all__ = ["add_session_tools"]
+
+log = logging.getLogger(__name__)
+
+_MODERN = "2026-07-28"  # from this protocol version on, sampling rides the call's own rounds
+MAX_MESSAGE_CHARS = 20_000
+
+# What the resolver tells the tool body when it does not hand the SDK a sampling request.
+_SMALL_TALK, _UNSUPPORTED, _IN_BODY = "small talk", "unsupported", "in body"
+
+
+def _sample(sieve: Sieve, user_message: str, assistant_message: str) -> Sample:
+    system, prompt = sieve.sampling_prompt(user_message, assistant_message)
+    message = SamplingMessage(role="user", content=TextContent(type="text", text=prompt))
+    return Sample([message], max_tokens=MAX_TOKENS, system_prompt=system, temperature=0.1)
+
+
+def _modern(ctx: Ctx) -> bool:
+    version = ctx.protocol_version
+    return version is not None and is_version_at_least(version, _MODERN)
+
+
+async def _deep_request(ctx: Ctx, user_message: str, assistant_message: str, session_id: str | None) -> Any:
+    """Decide how the deep channel runs. On the modern protocol this returns the sampling request
+    itself, after writing (in the first round) what a refusal must not lose."""
+    sieve = state(ctx).sieve
+    if sieve.small_talk(user_message, assistant_message):
+        return _SMALL_TALK
+    capabilities = ctx.client_capabilities
+    if capabilities is None or capabilities.sampling is None:
+        return _UNSUPPORTED
+    if not _modern(ctx):
+        return _IN_BODY
+    if ctx.input_responses is None and await sieve.resume(user_message, assistant_message, session_id) is None:
+        await sieve.begin(user_message, assistant_message, session_id=session_id, client=client_name(ctx), deep=True)
+    return _sample(sieve, user_message, assistant_message)
+
+
+def _text(result: Any) -> str:
+    content = result.content
+    blocks = content if isinstance(content, list) else [content]
+    return "".join(b.text for b in blocks if isinstance(b, TextContent))
+
+
+async def _ask_in_body(
+    ctx: Ctx, sieve: Sieve, user_message: str, assistant_message: str
+) -> tuple[str | None, str | None]:
+    """(answer, failure) from the client's model, asked over the session (protocol before 2026-07-28)."""
+    request = CreateMessageRequest(params=_sample(sieve, user_message, assistant_message).params)
+    try:
+        with anyio.fail_after(state(ctx).config.sampling_timeout_s):
+            result = await ctx.session.send_request(
+                request, CreateMessageResult, metadata=ServerMessageMetadata(related_request_id=ctx.request_id)
+            )
+    except TimeoutError:
+        return None, f"the client's model did not answer within {state(ctx).config.sampling_timeout_s:g} s."
+    except MCPError as exc:
+        return None, f"the client declined to sample: {exc}."
+    except Exception as exc:  # any transport or validation failure: keep the note, do not fail the call
+        log.warning("sampling failed: %r", exc)
+        return None, f"sampling failed: {exc}."
+    return _text(result), None
+
+
+async def _extract(
+    ctx: Ctx, user_message: str, assistant_message: str, session_id: str | None, deep: Any
+) -> ExtractResult:
+    sieve = state(ctx).sieve
+    client = client_name(ctx)
+    if isinstance(deep, CreateMessageResult):  # modern protocol, second round: the model answered
+        prepared = await sieve.resume(user_message, assistant_message, session_id)
+        if prepared is None:  # the pending run is gone (pruned, or another call settled it)
+            prepared = await sieve.begin(
+                user_message, assistant_message, session_id=session_id, client=client, deep=False
+            )
+        return await sieve.finish(prepared, answer=_text(deep))
+    if deep == _IN_BODY:
+        answer: list[tuple[str | None, str | None]] = []
+
+        async def ask() -> None:
+            answer.append(await _ask_in_body(ctx, sieve, user_message, assistant_message))
+
+        async with anyio.create_task_group() as tasks:  # both channels at once
+            tasks.start_soon(ask)
+            asked = await sieve.begin(user_message, assistant_message, session_id=session_id, client=client, deep=True)
+        text, failure = answer[0]
+        return await sieve.finish(asked, answer=text, failure=failure)
+    only_fast = await sieve.begin(user_message, assistant_message, session_id=session_id, client=client, deep=False)
+    if deep == _SMALL_TALK:
+        return await sieve.finish(only_fast, skipped="Small talk: nothing for the deep channel.")
+    return await sieve.finish(only_fast, unsupported=True)
 
 
 def add_session_tools(server: MCPServer[AppState]) -> None:
@@ -52,3 +157,32 @@ def add_session_tools(server: MCPServer[AppState]) -> None:
         return await tool_call(
             state(ctx).sessions.update(session_id, topic=topic, emotion=emotion, variables=variables)
         )
+
+    @server.tool(
+        description=(
+            "Run the memory sieve on one exchange: high-signal sentences of the user's message (preferences, "
+            "identity, decisions, corrections, to-dos, 'remember ...') are stored at once; the client's model, "
+            "when it can sample, extracts the rest into this session's working memory. Secrets are never stored."
+        ),
+        annotations=ToolAnnotations(
+            title="Extract memories", read_only_hint=False, destructive_hint=False, idempotent_hint=True
+        ),
+    )
+    async def extract(
+        ctx: Ctx,
+        user_message: Annotated[
+            str, Field(min_length=1, max_length=MAX_MESSAGE_CHARS, description="What the user said.")
+        ],
+        assistant_message: Annotated[
+            str, Field(max_length=MAX_MESSAGE_CHARS, description="What the assistant answered (may be empty).")
+        ] = "",
+        session_id: Annotated[
+            str | None,
+            Field(
+                max_length=MAX_SESSION_CHARS,
+                description="The conversation's id: deep memories go to its working memory.",
+            ),
+        ] = None,
+        deep: Annotated[Any, Resolve(_deep_request)] = None,
+    ) -> ExtractResult:
+        return await tool_call(_extract(ctx, user_message, assistant_message, session_id, deep))

@@ -194,6 +194,12 @@ class Store:
 
     # ---- reads -------------------------------------------------------------------------------
 
+    @asynccontextmanager
+    async def reading(self) -> AsyncIterator[Tx]:
+        """Reads through the `Tx` interface, outside any transaction."""
+        async with self._read():
+            yield self._tx()
+
     async def get(self, seq: int) -> Memory | None:
         async with self._read():
             return await self._tx().get(seq)

@@ -93,6 +93,15 @@ class Tx:
         self._ns = namespace
         self._index_fields = index_fields
 
+    @property
+    def conn(self) -> aiosqlite.Connection:
+        """The connection, for the modules that keep their own tables (the extraction log)."""
+        return self._conn
+
+    @property
+    def namespace(self) -> str:
+        return self._ns
+
     async def get(self, seq: int) -> Memory | None:
         rows = await self._conn.execute_fetchall(
             f"SELECT {COLUMNS} FROM memories WHERE seq = ? AND +namespace = ?", (seq, self._ns)

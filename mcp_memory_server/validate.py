@@ -9,8 +9,9 @@ from collections.abc import Iterable
 from typing import cast, get_args
 
 from .config import Config
-from .errors import InvalidInput
+from .errors import InvalidInput, SecretRefused
 from .models import CATEGORY_PATTERN, SOURCE_ALIASES, Draft, Source, Tier
+from .redact import describe, redact
 from .tokens import normalize
 
 __all__ = [
@@ -20,6 +21,7 @@ __all__ = [
     "category",
     "draft",
     "key",
+    "screen",
     "session_id",
     "source",
     "tags",
@@ -126,6 +128,25 @@ def unit(value: float, field: str) -> float:
     return float(value)
 
 
+_PLACEHOLDER = re.compile(r"\[withheld: [^\]]+\]")
+_SUBSTANCE = re.compile(r"[^\W_]")
+MIN_LEFT_CHARS = 12  # letters, digits or characters left beside the withheld secrets
+
+
+def screen(content: str) -> tuple[str, tuple[str, ...]]:
+    """Content with its secrets replaced by `[withheld: kind]`, and the kinds withheld. When little
+    is left besides the secrets ("我的密码是 ..."), nothing is worth storing: SecretRefused."""
+    redaction = redact(content)
+    if not redaction.withheld:
+        return content, ()
+    left = len(_SUBSTANCE.findall(_PLACEHOLDER.sub("", redaction.text)))
+    if left < MIN_LEFT_CHARS:
+        raise SecretRefused(
+            f"{describe(redaction.withheld)} What is left says nothing without them, so nothing was stored."
+        )
+    return redaction.text, redaction.withheld
+
+
 def draft(
     config: Config,
     *,
@@ -140,9 +161,11 @@ def draft(
     session: str | None = None,
     client: str | None = None,
 ) -> Draft:
-    """Everything `remember` accepts, checked and normalised in one place."""
+    """Everything `remember` accepts, checked and normalised in one place; secrets are withheld."""
+    cleaned, withheld = screen(text(content, field="content", limit=config.max_content_chars))
     return Draft(
-        content=text(content, field="content", limit=config.max_content_chars),
+        content=cleaned,
+        withheld=withheld,
         key=key(key_name),
         category=category(category_name),
         tier=tier(tier_name),

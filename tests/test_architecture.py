@@ -31,6 +31,8 @@ RANKS = {
     "service": 6,
     "prompts": 6,
     "changes": 7,
+    "logbook": 4,
+    "sieve": 7,
     "strategy": 2,
     "sessions": 7,
     "session_tools": 9,

@@ -155,7 +155,10 @@ async def test_resources(client: Client) -> None:
     await call(client, "remember", content="The user lives in 上海", key="user.city", category="identity")
     templates = {t.uri_template for t in (await client.list_resource_templates()).resource_templates}
     assert templates == {"memory://memories/{id}", "memory://categories/{category}", "memory://sessions/{session_id}"}
-    assert {str(r.uri) for r in (await client.list_resources()).resources} == {"memory://stats"}
+    assert {str(r.uri) for r in (await client.list_resources()).resources} == {
+        "memory://stats",
+        "memory://extraction-log",
+    }
 
     detail = json.loads((await client.read_resource(f"memory://memories/{first['id']}")).contents[0].text)  # type: ignore[union-attr]
     assert detail["content"] == "The user lives in 上海"

@@ -10,6 +10,7 @@ import pytest
 from mcp_memory_server.config import Config
 from mcp_memory_server.errors import InvalidInput, NotFound
 from mcp_memory_server.rows import utcnow
+from mcp_memory_server.schema import MIGRATIONS
 from mcp_memory_server.service import MemoryService
 from mcp_memory_server.store import Store
 
@@ -281,4 +282,8 @@ async def test_stats(service: MemoryService, config: Config) -> None:
     await service.remember(content="y", category="preference")
     stats = await service.stats()
     assert stats.total == 2 and stats.by_category == {"fact": 1, "preference": 1}
-    assert stats.sessions == 1 and stats.db_path == str(config.db_path) and stats.schema_version == 3
+    assert (
+        stats.sessions == 1
+        and stats.db_path == str(config.db_path)
+        and stats.schema_version == max(v for v, _, _ in MIGRATIONS)
+    )

@@ -12,11 +12,13 @@ from mcp_memory_server.config import Config
 from mcp_memory_server.errors import StoreError
 from mcp_memory_server.models import Draft
 from mcp_memory_server.rows import parse_id
+from mcp_memory_server.schema import MIGRATIONS
 from mcp_memory_server.segmenter import Segmenter
 from mcp_memory_server.store import Store
 from mcp_memory_server.tokens import INDEX_VERSION, fingerprint, keyword_query
 
 pytestmark = pytest.mark.anyio
+LATEST = max(version for version, _, _ in MIGRATIONS)
 NOW = datetime(2026, 11, 1, tzinfo=UTC)
 
 
@@ -51,11 +53,11 @@ def _counts(config: Config) -> tuple[int, int, int]:
 
 async def test_migrations_are_recorded_once(config: Config, segmenter: Segmenter) -> None:
     async with Store(config, segmenter) as store:
-        assert await store.schema_version() == 3
+        assert await store.schema_version() == LATEST
     async with Store(config, segmenter) as store:  # reopening applies nothing again
-        assert await store.schema_version() == 3
+        assert await store.schema_version() == LATEST
     db = sqlite3.connect(config.db_path)
-    assert db.execute("SELECT count(*) FROM schema_migrations").fetchone()[0] == 3
+    assert db.execute("SELECT count(*) FROM schema_migrations").fetchone()[0] == len(MIGRATIONS)
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert db.execute("SELECT value FROM meta WHERE name = 'index_version'").fetchone()[0] == str(INDEX_VERSION)
     db.close()
