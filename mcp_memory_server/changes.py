@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from . import validate
 from .errors import InvalidInput
 from .models import Draft, Memory, Model, RememberAction
+from .redact import describe
 from .rows import memory_id, parse_id, utcnow
 from .service import MemoryService
 from .tx import Tx
@@ -82,6 +83,7 @@ class ChangeOutcome(Model):
     key: str
     action: ChangeAction
     id: str = Field(description="Id of the memory created, changed, matched or deleted.")
+    withheld: list[str] = Field(default_factory=list, description="Kinds of secrets taken out of the payload.")
 
 
 class ApplyChangesResult(Model):
@@ -163,10 +165,13 @@ async def apply_changes(
                 continue
             draft, digest, near_match = drafts[i]
             action, mid = await _add(service, tx, draft, digest, near_match, now, target)
-            outcomes.append(ChangeOutcome(op=i, key=op.key, action=action, id=mid))
+            outcomes.append(ChangeOutcome(op=i, key=op.key, action=action, id=mid, withheld=list(draft.withheld)))
     counts = {a: sum(o.action == a for o in outcomes) for a in ("created", "updated", "merged", "unchanged", "deleted")}
     summary = ", ".join(f"{n} {a}" for a, n in counts.items() if n) or "no operations"
     note = f" Ignored program-managed fields: {', '.join(sorted(ignored))}." if ignored else ""
+    withheld = [kind for o in outcomes for kind in o.withheld]
+    if withheld:
+        note += " " + describe(withheld)
     return ApplyChangesResult(applied=outcomes, ignored_fields=sorted(ignored), detail=f"Applied: {summary}.{note}")
 
 
