@@ -281,4 +281,4 @@ async def test_stats(service: MemoryService, config: Config) -> None:
     await service.remember(content="y", category="preference")
     stats = await service.stats()
     assert stats.total == 2 and stats.by_category == {"fact": 1, "preference": 1}
-    assert stats.sessions == 1 and stats.db_path == str(config.db_path) and stats.schema_version == 3
+    assert stats.sessions == 1 and stats.db_path == str(config.db_path) and stats.schema_version == 4

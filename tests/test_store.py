@@ -51,11 +51,11 @@ def _counts(config: Config) -> tuple[int, int, int]:
 
 async def test_migrations_are_recorded_once(config: Config, segmenter: Segmenter) -> None:
     async with Store(config, segmenter) as store:
-        assert await store.schema_version() == 3
+        assert await store.schema_version() == 4
     async with Store(config, segmenter) as store:  # reopening applies nothing again
-        assert await store.schema_version() == 3
+        assert await store.schema_version() == 4
     db = sqlite3.connect(config.db_path)
-    assert db.execute("SELECT count(*) FROM schema_migrations").fetchone()[0] == 3
+    assert db.execute("SELECT count(*) FROM schema_migrations").fetchone()[0] == 4
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert db.execute("SELECT value FROM meta WHERE name = 'index_version'").fetchone()[0] == str(INDEX_VERSION)
     db.close()
