@@ -273,6 +273,18 @@ async def test_another_process_sees_archive_and_restore(
         assert await _ids_seen(service, "cardamom") == set()
 
 
+async def test_namespaces_do_not_share_the_archive(config: Config, segmenter: Segmenter) -> None:
+    async with Store(config, segmenter, namespace="alice") as alice, Store(config, segmenter, namespace="bob") as bob:
+        secret = await _old(MemoryService(alice), "Alice 的备用钥匙藏在花盆下面")
+        await _fill(MemoryService(alice), 50)
+        assert (await lifecycle.cleanup(alice, now=NOW, dry_run=False)).archived == 1
+        assert (await lifecycle.cleanup(bob, now=NOW)).applied is False
+        assert (await lifecycle.restore(bob, [secret])).not_found == [secret]
+        assert (await MemoryService(bob).forget([secret])).not_found == [secret]
+        assert (await MemoryService(bob).stats()).archived == 0
+        assert (await lifecycle.restore(alice, [secret])).restored == [secret]
+
+
 async def test_idle_sessions_promote_useful_working_memories_and_archive_the_rest(
     service: MemoryService, store: Store, config: Config
 ) -> None:
