@@ -93,6 +93,13 @@ async def test_each_cleanup_rule_selects_and_reports_itself(service: MemoryServi
     assert sum(result.kept.values()) == 0
 
 
+async def test_cleanup_counts_accesses_not_yet_written(service: MemoryService) -> None:
+    recalled = await _old(service, "用户常去的那家拉面馆在五道口")
+    await _fill(service, 50)
+    assert (await service.recall(query="拉面馆")).hits[0].id == recalled  # its access is written later
+    assert (await lifecycle.cleanup(service.store, now=NOW)).candidate_count == 0
+
+
 async def test_each_keep_rule_saves_a_candidate(service: MemoryService, config: Config) -> None:
     important = await _old(service, "用户对青霉素过敏", importance=0.8)
     frequent = await _old(service, "The user's old phone number ended in 42", days=100, importance=0.3)
