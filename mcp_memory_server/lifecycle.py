@@ -174,8 +174,12 @@ async def restore(store: Store, ids: Sequence[str], *, now: datetime | None = No
         raise InvalidInput("ids is empty; give the ids of archived memories to restore, such as ['mem_12'].")
     if len(ids) > validate.MAX_ID_LIST:
         raise InvalidInput(f"{len(ids)} ids given; the limit is {validate.MAX_ID_LIST} per call.")
-    wanted = list(dict.fromkeys(i.strip() for i in ids))
-    seqs = {i: parse_id(i) for i in wanted}
+    seqs: dict[str, int | None] = {}
+    for text in dict.fromkeys(i.strip() for i in ids):
+        seq = parse_id(text)
+        if seq is None or seq not in seqs.values():  # mem_7 and mem_07 name one memory: restore it once
+            seqs[text] = seq
+    wanted = list(seqs)
     known = [s for s in seqs.values() if s is not None]
     restored: list[str] = []
     not_found: list[str] = []
