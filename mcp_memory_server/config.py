@@ -16,8 +16,17 @@ from types import MappingProxyType
 from typing import Any
 
 from .errors import InvalidInput
+from .models import CATEGORY_PATTERN
 
-__all__ = ["ENV_VARS", "Config", "EnvVar", "ScoreWeights", "default_cache_dir", "default_db_path"]
+__all__ = [
+    "DEFAULT_KEEP_CATEGORIES",
+    "ENV_VARS",
+    "Config",
+    "EnvVar",
+    "ScoreWeights",
+    "default_cache_dir",
+    "default_db_path",
+]
 
 APP_NAME = "mcp-memory-server"
 
@@ -31,6 +40,10 @@ class ScoreWeights:
     recency: float = 0.15
     frequency: float = 0.05  # the seed's 0.10 halved: both benchmarks gain (BENCHMARKS.md)
     confidence: float = 0.15
+
+
+# Seed 000's core information (user preferences, coding style) and the identity and profile memories.
+DEFAULT_KEEP_CATEGORIES = ("identity", "preference", "user_preferences", "coding_style", "profile")
 
 
 def _default_category_weights() -> Mapping[str, float]:
@@ -69,6 +82,27 @@ class Config:
     emotion_min_confidence: float = 0.6  # below it, the neutral strategy
     strategy_overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: MappingProxyType({}))
     sampling_timeout_s: float = 60.0  # how long the sieve waits for the client's model
+
+    # ---- lifecycle (SPEC 5, seed 000's cleanup and keep rules, seed 003's working memory) ----
+    # Cleanup applies only when the namespace holds more than this many live memories.
+    cleanup_min_memories: int = 50
+    # Rule "unused": accessed fewer than `cleanup_unused_accesses` times, not for this many days.
+    cleanup_unused_days: float = 30.0
+    cleanup_unused_accesses: int = 2
+    # Rule "low_importance": importance below `cleanup_low_importance`, not accessed for this long.
+    cleanup_stale_days: float = 90.0
+    cleanup_low_importance: float = 0.5
+    # Keep rules: whatever a rule selects stays when it matches one of these (or its source is manual).
+    keep_importance: float = 0.8
+    keep_accesses: int = 10
+    keep_recent_days: float = 7.0
+    keep_categories: tuple[str, ...] = DEFAULT_KEEP_CATEGORIES
+    # A session without activity for this long expires: its working memories with importance at
+    # least `promote_importance` or `promote_accesses` accesses become core, the rest are archived.
+    session_idle_minutes: float = 30.0
+    maintenance_minutes: float = 10.0  # session expiry and cleanup at start and this often (0: start only)
+    promote_importance: float = 0.7
+    promote_accesses: int = 2
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Config:
@@ -111,6 +145,15 @@ class Config:
         ):
             if getattr(self, name) < 1:
                 raise InvalidInput(f"{name} must be at least 1, got {getattr(self, name)}")
+        for name in ("cleanup_min_memories", "cleanup_unused_accesses", "keep_accesses", "promote_accesses"):
+            if getattr(self, name) < 0:
+                raise InvalidInput(f"{name} must not be negative, got {getattr(self, name)}")
+        for name in ("cleanup_unused_days", "cleanup_stale_days", "keep_recent_days", "session_idle_minutes"):
+            if not getattr(self, name) > 0:
+                raise InvalidInput(f"{name} must be positive, got {getattr(self, name)}")
+        for name in ("cleanup_low_importance", "keep_importance", "promote_importance"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise InvalidInput(f"{name} must be between 0 and 1, got {getattr(self, name)}")
         if self.half_life_days <= 0:
             raise InvalidInput(f"half_life_days must be positive, got {self.half_life_days}")
         if not 0 < self.duplicate_threshold <= 1:
@@ -171,6 +214,13 @@ def _positive_float(raw: str) -> float:
     return value
 
 
+def _non_negative_float(raw: str) -> float:
+    value = float(raw)
+    if not value >= 0:
+        raise ValueError("must be zero or a positive number")
+    return value
+
+
 def _pairs(raw: str) -> dict[str, float]:
     result: dict[str, float] = {}
     for part in raw.split(","):
@@ -211,6 +261,14 @@ def _json_object(raw: str) -> Mapping[str, Mapping[str, Any]]:
     if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
         raise ValueError('expected a JSON object of objects, such as {"sad": {"max_length": 300}}')
     return MappingProxyType(value)
+
+
+def _categories(raw: str) -> tuple[str, ...]:
+    names = tuple(dict.fromkeys(part.strip() for part in raw.split(",") if part.strip()))
+    bad = [n for n in names if not CATEGORY_PATTERN.match(n)]
+    if bad:
+        raise ValueError(f"not lower_snake category names: {bad}")
+    return names
 
 
 def _log_level(raw: str) -> str:
@@ -297,6 +355,34 @@ ENV_VARS: tuple[EnvVar, ...] = (
         _positive_float,
         "0.85",
         "Similarity (0-1) above which new content in the same category updates the old memory.",
+    ),
+    EnvVar(
+        "MCP_MEMORY_CLEANUP_MIN_MEMORIES",
+        "cleanup_min_memories",
+        _positive_int,
+        "50",
+        "Cleanup archives unused and duplicate memories only when there are more memories than this.",
+    ),
+    EnvVar(
+        "MCP_MEMORY_KEEP_CATEGORIES",
+        "keep_categories",
+        _categories,
+        ",".join(DEFAULT_KEEP_CATEGORIES),
+        "Categories that cleanup never archives (comma-separated).",
+    ),
+    EnvVar(
+        "MCP_MEMORY_SESSION_IDLE_MINUTES",
+        "session_idle_minutes",
+        _positive_float,
+        "30",
+        "Minutes without activity after which a session's working memories are promoted or archived.",
+    ),
+    EnvVar(
+        "MCP_MEMORY_MAINTENANCE_MINUTES",
+        "maintenance_minutes",
+        _non_negative_float,
+        "10",
+        "Session expiry and cleanup run at start and then this often, in minutes (0: only at start).",
     ),
     EnvVar("MCP_MEMORY_LOG_LEVEL", "log_level", _log_level, "INFO", "Log level of the messages written to stderr."),
     EnvVar(

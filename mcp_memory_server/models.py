@@ -13,15 +13,24 @@ __all__ = [
     "KNOWN_CATEGORIES",
     "SOURCE_ALIASES",
     "Breakdown",
+    "CleanupCandidate",
+    "CleanupResult",
+    "CleanupRule",
     "Draft",
+    "ExpiredSession",
+    "ExpiryResult",
     "ForgetResult",
     "Hit",
+    "KeepRule",
     "ListResult",
+    "MaintenanceResult",
     "Memory",
     "Model",
     "RecallResult",
     "RememberAction",
     "RememberResult",
+    "RestoreConflict",
+    "RestoreResult",
     "SessionState",
     "Source",
     "Stage",
@@ -34,6 +43,8 @@ Source = Literal["user", "assistant", "both", "system", "manual", "inferred"]
 Stage = Literal["fts", "like", "none"]
 RememberAction = Literal["created", "updated", "merged", "unchanged"]
 OrderBy = Literal["updated", "created", "importance", "accessed"]
+CleanupRule = Literal["unused", "low_importance", "duplicate"]
+KeepRule = Literal["important", "frequently_used", "recent", "core_category", "manual"]
 
 KNOWN_CATEGORIES: tuple[str, ...] = (
     "identity",
@@ -99,12 +110,11 @@ def _nullable(prop: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(branches, list) or len(branches) != 2 or {"type": "null"} not in branches:
         return prop
     (other,) = (b for b in branches if b != {"type": "null"})
+    rest: dict[str, Any] = {k: v for k, v in prop.items() if k != "anyOf"}
     if isinstance(other, dict) and other.get("type") == "object":  # a nullable nested model, inlined
-        rest = {k: v for k, v in prop.items() if k != "anyOf"}
         return rest | other | {"type": ["object", "null"]}
     if not isinstance(other, dict) or not isinstance(other.get("type"), str) or set(other) - {"type", "format"}:
         return prop
-    rest: dict[str, Any] = {k: v for k, v in prop.items() if k != "anyOf"}
     return rest | other | {"type": [other["type"], "null"]}
 
 
@@ -235,7 +245,8 @@ class SessionState(Model):
 
 
 class Stats(Model):
-    total: int
+    total: int = Field(description="Live memories (archived ones not included).")
+    archived: int = Field(description="Memories set aside by cleanup or session expiry; restore brings them back.")
     by_category: dict[str, int]
     by_tier: dict[str, int]
     sessions: int
@@ -244,3 +255,71 @@ class Stats(Model):
     schema_version: int
     oldest: datetime | None
     newest: datetime | None
+
+
+class CleanupCandidate(Model):
+    """A memory the cleanup rules select and no keep rule saves."""
+
+    id: str = Field(description="Memory id; after a real cleanup, pass it to restore to bring the memory back.")
+    preview: str = Field(description="The start of its content.")
+    category: str
+    importance: float
+    access_count: int
+    last_accessed: datetime
+    rules: list[CleanupRule] = Field(
+        description="Every rule that selects it. unused: accessed fewer than 2 times and not for 30 days; "
+        "low_importance: importance below 0.5 and not accessed for 90 days; duplicate: another memory of "
+        "the same category has the same content and stays (defaults; thresholds are configurable)."
+    )
+    duplicate_of: str | None = Field(description="For a duplicate, the id of the copy that stays; otherwise null.")
+
+
+class CleanupResult(Model):
+    dry_run: bool = Field(description="true: nothing was changed; candidates are what a real run would archive.")
+    applied: bool = Field(
+        description="false when there are too few memories for cleanup to apply (see min_memories); "
+        "then nothing is selected."
+    )
+    memories: int = Field(description="Live memories before the cleanup.")
+    min_memories: int = Field(description="Cleanup applies only when there are more memories than this.")
+    candidate_count: int = Field(description="Memories selected; candidates lists the first of them.")
+    candidates: list[CleanupCandidate] = Field(description="Oldest access first.")
+    archived: int = Field(
+        description="Memories moved to the archive by this run (0 on a dry run). Nothing is deleted: "
+        "restore brings them back with the same ids."
+    )
+    kept: dict[str, int] = Field(
+        description="Memories a rule selected but a keep rule saved, by the first keep rule that applies: "
+        "important (importance at least 0.8), frequently_used (accessed at least 10 times), recent "
+        "(created in the last 7 days), core_category (identity, preference, ...), manual (source manual)."
+    )
+    detail: str = Field(description="One sentence saying what happened.")
+
+
+class RestoreConflict(Model):
+    id: str
+    reason: str = Field(description="Why it stays in the archive, and what to do about it.")
+
+
+class RestoreResult(Model):
+    restored: list[str] = Field(description="Ids back among the live memories, with their history.")
+    not_found: list[str] = Field(
+        description="Ids of no archived memory: never archived, forgotten, or not an id (see conflicts for live ones)."
+    )
+    conflicts: list[RestoreConflict] = Field(description="Archived memories left in the archive, with the reason.")
+
+
+class ExpiredSession(Model):
+    session_id: str
+    last_active: datetime = Field(description="The session's last activity.")
+    promoted: list[str] = Field(description="Working memories made core (important or accessed often enough).")
+    archived: list[str] = Field(description="Working memories moved to the archive; restore brings them back.")
+
+
+class ExpiryResult(Model):
+    sessions: list[ExpiredSession] = Field(description="Sessions idle for too long, now ended.")
+
+
+class MaintenanceResult(Model):
+    expiry: ExpiryResult
+    cleanup: CleanupResult

@@ -97,6 +97,55 @@ MIGRATIONS: tuple[Migration, ...] = (
         ),
     ),
     (
+        4,
+        "archive of memories set aside by cleanup and session expiry; working memories by session",
+        (
+            # Automatic cleanup never deletes (SPEC 5): it moves a memory here, history included,
+            # and `restore` moves it back under the same seq, hence the same id (AUTOINCREMENT
+            # never hands out a seq again, so nothing can have taken it meanwhile). Archived
+            # memories have no full-text row: restore indexes them again.
+            """CREATE TABLE memory_archive (
+                seq            INTEGER PRIMARY KEY,                -- the seq it had, and gets back
+                namespace      TEXT NOT NULL,
+                content        TEXT NOT NULL,
+                key            TEXT,
+                category       TEXT NOT NULL,
+                tier           TEXT NOT NULL,
+                importance     REAL NOT NULL,
+                confidence     REAL NOT NULL,
+                source         TEXT NOT NULL,
+                tags           TEXT NOT NULL,
+                session_id     TEXT,
+                client         TEXT,
+                content_hash   TEXT NOT NULL,
+                created_at     TEXT NOT NULL,
+                updated_at     TEXT NOT NULL,
+                last_accessed  TEXT NOT NULL,
+                access_count   INTEGER NOT NULL,
+                archived_at    TEXT NOT NULL,
+                archive_reason TEXT NOT NULL                       -- why, in words: "cleanup: unused"
+            )""",
+            "CREATE INDEX memory_archive_archived ON memory_archive (namespace, archived_at, seq)",
+            """CREATE TABLE memory_history_archive (
+                seq         INTEGER PRIMARY KEY,
+                memory_seq  INTEGER NOT NULL REFERENCES memory_archive (seq) ON DELETE CASCADE,
+                content     TEXT NOT NULL,
+                key         TEXT,
+                category    TEXT NOT NULL,
+                importance  REAL NOT NULL,
+                confidence  REAL NOT NULL,
+                tags        TEXT NOT NULL,
+                source      TEXT NOT NULL,
+                reason      TEXT NOT NULL,
+                changed_at  TEXT NOT NULL
+            )""",
+            "CREATE INDEX memory_history_archive_memory ON memory_history_archive (memory_seq, seq)",
+            # Session expiry looks up each idle session's working memories; core memories, the
+            # great majority, stay out of this index.
+            "CREATE INDEX memories_working ON memories (namespace, session_id) WHERE tier = 'working'",
+        ),
+    ),
+    (
         5,
         "extraction log of the memory sieve",
         (

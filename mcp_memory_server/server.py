@@ -11,7 +11,7 @@ from contextlib import asynccontextmanager
 import anyio
 from mcp.server.mcpserver import MCPServer
 
-from . import __version__, prompts
+from . import __version__, lifecycle, prompts
 from .app import AppState, carry_state
 from .config import Config
 from .errors import MemoryServerError
@@ -39,6 +39,18 @@ async def _warm(store: Store) -> None:
         log.warning("could not build the search index at start: %s", exc)
 
 
+async def _maintain(store: Store, minutes: float) -> None:
+    """Session expiry and cleanup at start, then every `minutes` (0: only at start) while serving."""
+    while True:
+        try:
+            await lifecycle.maintain(store)
+        except MemoryServerError as exc:  # another process may hold the database; try next time
+            log.warning("maintenance could not run: %s", exc)
+        if minutes <= 0:
+            return
+        await anyio.sleep(minutes * 60)
+
+
 def build_server(config: Config, segmenter: Segmenter | None = None) -> MCPServer[AppState]:
     """A ready-to-run server; the database opens when it starts, jieba loads in the background."""
     seg = segmenter or Segmenter(config.cache_dir)
@@ -50,6 +62,7 @@ def build_server(config: Config, segmenter: Segmenter | None = None) -> MCPServe
             # The search index is built in the background: start-up does not wait for it, and
             # the first recall usually finds it ready.
             tasks.start_soon(_warm, store)
+            tasks.start_soon(_maintain, store, config.maintenance_minutes)
             service = MemoryService(store)
             yield AppState(
                 config=config, store=store, service=service, sessions=Sessions(service), sieve=Sieve(service)

@@ -366,11 +366,15 @@ class Store:
                 await conn.execute("SELECT min(created_at), max(created_at) FROM memories WHERE namespace = ?", (ns,))
             ).fetchone()
             sessions = await (await conn.execute("SELECT count(*) FROM sessions WHERE namespace = ?", (ns,))).fetchone()
+            archived = await (
+                await conn.execute("SELECT count(*) FROM memory_archive WHERE namespace = ?", (ns,))
+            ).fetchone()
             version = await (await conn.execute("SELECT max(version) FROM schema_migrations")).fetchone()
         path = self.config.db_path
         size = sum(p.stat().st_size for p in (path, path.with_name(path.name + "-wal")) if p.exists())
         return Stats(
             total=sum(by_category.values()),
+            archived=int(archived[0]) if archived else 0,
             by_category=by_category,
             by_tier=by_tier,
             sessions=int(sessions[0]) if sessions else 0,

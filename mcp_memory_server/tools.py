@@ -10,10 +10,11 @@ from mcp.server.mcpserver import MCPServer
 from mcp_types import ToolAnnotations
 from pydantic import Field, WithJsonSchema
 
+from . import lifecycle
 from .app import AppState, Ctx, client_name, state, tool_call
 from .changes import MAX_OPS, ApplyChangesResult, ChangeOp, apply_changes
 from .config import Config
-from .models import ForgetResult, ListResult, RecallResult, RememberResult
+from .models import CleanupResult, ForgetResult, ListResult, RecallResult, RememberResult, RestoreResult
 from .validate import MAX_ID_LIST, MAX_KEY_CHARS, MAX_SESSION_CHARS
 
 __all__ = ["add_memory_tools"]
@@ -198,3 +199,36 @@ def add_memory_tools(server: MCPServer[AppState], config: Config) -> None:
         ],
     ) -> ApplyChangesResult:
         return await tool_call(apply_changes(state(ctx).service, ops, client=client_name(ctx)))
+
+    @server.tool(
+        description=(
+            "Clean up: archive memories unused for 30 days (accessed under twice), unimportant ones unused for 90 "
+            "days and duplicate copies, keeping important, frequently used, recent, core-category and manual ones. "
+            "Only above 50 memories. Nothing is deleted; restore brings them back. dry_run (default) only lists."
+        ),
+        annotations=ToolAnnotations(
+            title="Clean up", read_only_hint=False, destructive_hint=False, idempotent_hint=True
+        ),
+    )
+    async def cleanup(
+        ctx: Ctx,
+        dry_run: Annotated[
+            bool, Field(description="true: only list what would be archived; false: archive it.")
+        ] = True,
+    ) -> CleanupResult:
+        return await tool_call(lifecycle.cleanup(state(ctx).store, dry_run=dry_run))
+
+    @server.tool(
+        description="Bring archived memories (from cleanup or an expired session) back, with the same ids and history.",
+        annotations=ToolAnnotations(
+            title="Restore", read_only_hint=False, destructive_hint=False, idempotent_hint=True
+        ),
+    )
+    async def restore(
+        ctx: Ctx,
+        ids: Annotated[
+            list[Annotated[str, Field(max_length=40)]],
+            Field(min_length=1, max_length=MAX_ID_LIST, description="Ids of archived memories, e.g. ['mem_12']."),
+        ],
+    ) -> RestoreResult:
+        return await tool_call(lifecycle.restore(state(ctx).store, ids))

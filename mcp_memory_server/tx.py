@@ -98,9 +98,28 @@ class Tx:
         """The connection, for the modules that keep their own tables (the extraction log)."""
         return self._conn
 
+    # ---- for statements kept in their own modules (archive.py) ---------------------------------
+
     @property
     def namespace(self) -> str:
         return self._ns
+
+    async def fetch(self, sql: str, args: Iterable[Any] = ()) -> list[tuple[Any, ...]]:
+        """Rows of one statement; `args` a sequence for ? or a mapping for :name parameters."""
+        return [tuple(r) for r in await self._conn.execute_fetchall(sql, args)]
+
+    async def execute(self, sql: str, args: Iterable[Any] = ()) -> None:
+        await self._conn.execute(sql, args)
+
+    def index_row(self, content: str, key: str | None, tags: Iterable[str], category: str) -> tuple[str, ...]:
+        """The four full-text columns of a memory, as `insert` writes them."""
+        return self._index_fields(_normalized(content), key, tags, category)
+
+    async def log(self, seqs: Sequence[int]) -> None:
+        """Record memories that appeared, changed or went away, for every process's index."""
+        await self._log(seqs)
+
+    # ---- memories ------------------------------------------------------------------------------
 
     async def get(self, seq: int) -> Memory | None:
         rows = await self._conn.execute_fetchall(
@@ -247,12 +266,13 @@ class Tx:
         return [dict(zip(names, r, strict=True)) | {"tags": json.loads(r[5])} for r in rows]
 
     async def delete(self, seqs: Sequence[int]) -> list[int]:
-        """Delete for real: the memory, its history and its index entry. Returns the seqs deleted."""
+        """Delete for real: the memory, its history and its index entry, or its archived copy
+        ("forget this" leaves nothing behind, in the archive either). Returns the seqs deleted."""
         if not seqs:
             return []
-        marks = ",".join("?" * len(seqs))
+        wanted = ",".join("?" * len(seqs))
         rows = await self._conn.execute_fetchall(
-            f"SELECT seq FROM memories WHERE +namespace = ? AND seq IN ({marks})", (self._ns, *seqs)
+            f"SELECT seq FROM memories WHERE +namespace = ? AND seq IN ({wanted})", (self._ns, *seqs)
         )
         found = [r[0] for r in rows]
         if found:
@@ -261,7 +281,15 @@ class Tx:
             await self._conn.execute(f"DELETE FROM memory_fts WHERE rowid IN ({marks})", found)
             await self._conn.execute(f"DELETE FROM memories WHERE seq IN ({marks})", found)
             await self._log(found)
-        return found
+        rows = await self._conn.execute_fetchall(
+            f"SELECT seq FROM memory_archive WHERE +namespace = ? AND seq IN ({wanted})", (self._ns, *seqs)
+        )
+        archived = [r[0] for r in rows]
+        if archived:
+            marks = ",".join("?" * len(archived))
+            await self._conn.execute(f"DELETE FROM memory_history_archive WHERE memory_seq IN ({marks})", archived)
+            await self._conn.execute(f"DELETE FROM memory_archive WHERE seq IN ({marks})", archived)
+        return found + archived
 
     async def _log(self, seqs: Sequence[int]) -> None:
         """Record changed memories for the in-memory indexes of every process (see bm25.py)."""

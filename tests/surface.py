@@ -1,3 +1,3 @@
 """What the server offers, named once for the tests that check the whole surface."""
 
-TOOLS = frozenset({"remember", "recall", "forget", "list", "apply_changes", "update_session", "extract"})
+TOOLS = frozenset({"remember", "recall", "forget", "list", "apply_changes", "update_session", "extract", "cleanup", "restore"})

@@ -1,0 +1,83 @@
+"""The lifecycle through the MCP tools, and the maintenance the server runs at start."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+
+from mcp_memory_server.config import Config
+from mcp_memory_server.segmenter import Segmenter
+from mcp_memory_server.server import build_server
+from mcp_memory_server.service import MemoryService
+
+pytestmark = pytest.mark.anyio
+LONG_AGO = "2020-01-01T00:00:00.000000Z"
+
+
+def _sql(config: Config, statement: str) -> list[tuple[Any, ...]]:
+    db = sqlite3.connect(config.db_path)
+    try:
+        rows = db.execute(statement).fetchall()
+        db.commit()
+        return rows
+    finally:
+        db.close()
+
+
+async def test_cleanup_dry_run_then_archive_then_restore(
+    service: MemoryService, config: Config, segmenter: Segmenter
+) -> None:
+    stale = await service.remember(content="去年在杭州吃过一家很一般的面馆", category="event", importance=0.3)
+    kept = await service.remember(content="The user is allergic to peanuts", category="fact", importance=0.9)
+    await service.import_memories([{"content": f"filler memory number {i}", "category": "note"} for i in range(60)])
+    _sql(config, f"UPDATE memories SET created_at = '{LONG_AGO}', last_accessed = '{LONG_AGO}'")
+    await service.store.close()  # the server opens its own store on the same file
+
+    async with Client(build_server(config.with_changes(maintenance_minutes=0), segmenter)) as client:
+        await anyio.sleep(0.3)  # maintenance at start (a real cleanup) runs in the background
+        listed = await client.call_tool("list", {"limit": 200})
+        assert listed.structured_content is not None and listed.structured_content["total"] == 1
+        assert [m["id"] for m in listed.structured_content["items"]] == [kept.id]
+        stats = (await client.read_resource("memory://stats")).contents[0].text  # type: ignore[union-attr]
+        assert '"archived": 61' in stats
+
+        dry = await client.call_tool("cleanup", {})
+        assert dry.structured_content is not None and dry.structured_content["dry_run"] is True
+        assert dry.structured_content["applied"] is False  # one live memory left: under the threshold
+
+        back = await client.call_tool("restore", {"ids": [stale.id, "mem_999999"]})
+        assert back.structured_content == {"restored": [stale.id], "not_found": ["mem_999999"], "conflicts": []}
+        found = await client.call_tool("recall", {"query": "杭州 面馆"})
+        assert found.structured_content is not None
+        assert found.structured_content["hits"][0]["id"] == stale.id
+
+
+async def test_an_idle_session_ends_at_start(config: Config, segmenter: Segmenter, service: MemoryService) -> None:
+    keep = await service.remember(content="用户这周在准备搬家到上海", importance=0.8, tier="working", session_id="old")
+    drop = await service.remember(content="用户刚才问了天气", importance=0.2, tier="working", session_id="old")
+    _sql(config, f"UPDATE sessions SET updated_at = '{LONG_AGO}'")
+    await service.store.close()
+    async with Client(build_server(config.with_changes(maintenance_minutes=0), segmenter)) as client:
+        for _ in range(50):
+            if _sql(config, "SELECT count(*) FROM sessions") == [(0,)]:
+                break
+            await anyio.sleep(0.05)
+        promoted = await client.call_tool("list", {"tier": "core"})
+        assert promoted.structured_content is not None
+        assert [m["id"] for m in promoted.structured_content["items"]] == [keep.id]
+    assert _sql(config, f"SELECT archive_reason FROM memory_archive WHERE seq = {drop.id[4:]}") != []
+
+
+async def test_lifecycle_tools_are_described(config: Config, segmenter: Segmenter) -> None:
+    async with Client(build_server(config, segmenter)) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        refused = await client.call_tool("restore", {"ids": []})
+    for name in ("cleanup", "restore"):
+        annotations = tools[name].annotations
+        assert annotations is not None and annotations.destructive_hint is False and annotations.read_only_hint is False
+    assert tools["cleanup"].input_schema["properties"]["dry_run"]["default"] is True
+    assert refused.is_error
