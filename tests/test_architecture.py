@@ -19,6 +19,7 @@ RANKS = {
     "segmenter": 0,
     "vocabulary": 0,
     "postings": 0,
+    "redact": 0,
     "bm25": 1,
     "config": 1,
     "tokens": 2,
