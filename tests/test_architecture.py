@@ -20,6 +20,7 @@ RANKS = {
     "vocabulary": 0,
     "postings": 0,
     "signal_patterns": 0,
+    "redact": 0,
     "bm25": 1,
     "config": 1,
     "tokens": 2,
