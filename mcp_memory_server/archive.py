@@ -211,7 +211,22 @@ async def cleanup_rows(
             "stale_before": stale_before,
         },
     )
-    return [CleanupRow(*r[:8], bool(r[8]), bool(r[9]), r[10]) for r in rows]
+    return [
+        CleanupRow(
+            seq=r[0],
+            content=r[1],
+            category=r[2],
+            importance=r[3],
+            access_count=r[4],
+            source=r[5],
+            created_at=r[6],
+            last_accessed=r[7],
+            unused=bool(r[8]),
+            low_importance=bool(r[9]),
+            duplicate_of=r[10],
+        )
+        for r in rows
+    ]
 
 
 async def idle_sessions(tx: Tx, before: str) -> list[tuple[str, str]]:

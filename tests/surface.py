@@ -1,3 +1,5 @@
 """What the server offers, named once for the tests that check the whole surface."""
 
-TOOLS = frozenset({"remember", "recall", "forget", "list", "apply_changes", "update_session", "extract", "cleanup", "restore"})
+TOOLS = frozenset(
+    {"remember", "recall", "forget", "list", "apply_changes", "update_session", "extract", "cleanup", "restore"}
+)
