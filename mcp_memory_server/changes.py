@@ -135,8 +135,8 @@ def _draft(service: MemoryService, op: ChangeOp, position: int, client: str | No
             source_name=op.source,
             client=client,
         )
-    except InvalidInput as exc:
-        raise InvalidInput(f"op {position} ({op.action} {op.key}): {exc} Nothing was applied.") from None
+    except InvalidInput as exc:  # SecretRefused stays itself
+        raise type(exc)(f"op {position} ({op.action} {op.key}): {exc} Nothing was applied.") from None
 
 
 async def apply_changes(

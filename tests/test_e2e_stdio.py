@@ -73,6 +73,31 @@ async def test_stdio_end_to_end(tmp_path: Path, cache_dir: Path, mode: str) -> N
         assert (await _data(client, "forget", ids=[coffee["id"]]))["deleted"] == [coffee["id"]]
         assert (await _data(client, "list"))["total"] == 2
 
+        # The conversation tools over the same pipe: a turn, the sieve (no sampling here), changes.
+        turn = await _data(
+            client, "update_session", session_id="e2e", topic="咖啡", emotion={"primary": "happy", "confidence": 0.9}
+        )
+        assert turn["strategy"]["tone"] == "warm" and turn["session"]["turn_count"] == 1
+        sieved = await _data(client, "extract", user_message="我决定下个月开始学日语", session_id="e2e")
+        assert sieved["fast"]["items"][0]["pattern"] == "decision" and sieved["deep"]["outcome"] == "unsupported"
+        ops = [
+            {
+                "key": "mem_900",
+                "action": "add",
+                "category": "user_preferences",
+                "payload": "偏好深色主题",
+                "importance": 8,
+                "source": "用户输入",
+            }
+        ]
+        assert (await _data(client, "apply_changes", ops=ops))["applied"][0]["action"] == "created"
+        assert (await _data(client, "cleanup"))["dry_run"] is True
+        session = json.loads((await client.read_resource("memory://sessions/e2e")).contents[0].text)  # type: ignore[union-attr]
+        assert session["memories"][0]["content"] == "我决定下个月开始学日语"
+        secret = await client.call_tool("remember", {"content": "我的密码是 Hunter2!xyz"})
+        assert secret.is_error and "withheld" in secret.content[0].text.lower()  # type: ignore[union-attr]
+        assert (await _data(client, "list"))["total"] == 4
+
     # A second process on the same file sees what the first one wrote.
     async with Client(_params(tmp_path, cache_dir)) as again:
         assert (await _data(again, "recall", query="Python"))["hits"][0]["id"] == code["id"]
