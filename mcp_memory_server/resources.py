@@ -20,7 +20,7 @@ def add_resources(server: MCPServer[AppState]) -> None:
         mime_type="application/json",
         description="One memory with all its fields and the history of its values.",
     )
-    async def memoryresource_call(id: str, ctx: Ctx) -> str:
+    async def memory_resource(id: str, ctx: Ctx) -> str:
         service = state(ctx).service
         memory = await resource_call(service.get(id))
         history = await resource_call(service.history(memory.id))
@@ -31,7 +31,7 @@ def add_resources(server: MCPServer[AppState]) -> None:
         mime_type="application/json",
         description="The 200 most recently updated memories of one category.",
     )
-    async def categoryresource_call(category: str, ctx: Ctx) -> str:
+    async def category_resource(category: str, ctx: Ctx) -> str:
         page = await resource_call(state(ctx).service.list_memories(category=category, limit=200))
         return page.model_dump_json(indent=2)
 
@@ -60,7 +60,7 @@ def add_resources(server: MCPServer[AppState]) -> None:
         mime_type="application/json",
         description="Counts by category and tier, database path and size.",
     )
-    async def statsresource_call() -> str:
+    async def stats_resource() -> str:
         stats = await resource_call(CURRENT.get().service.stats())
         return stats.model_dump_json(indent=2)
 
