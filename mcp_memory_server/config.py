@@ -82,6 +82,7 @@ class Config:
     emotion_min_confidence: float = 0.6  # below it, the neutral strategy
     strategy_overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: MappingProxyType({}))
     sampling_timeout_s: float = 60.0  # how long the sieve waits for the client's model
+    sieve_instructions: str = ""  # the user's own instructions for the extractor (seed 004, 5.2.8)
 
     # ---- lifecycle (SPEC 5, seed 000's cleanup and keep rules, seed 003's working memory) ----
     # Cleanup applies only when the namespace holds more than this many live memories.
@@ -398,6 +399,13 @@ ENV_VARS: tuple[EnvVar, ...] = (
         _json_object,
         "{}",
         'JSON object changing rows of the emotion -> strategy table, e.g. {"sad": {"max_length": 300}}.',
+    ),
+    EnvVar(
+        "MCP_MEMORY_SIEVE_INSTRUCTIONS",
+        "sieve_instructions",
+        str,
+        "",
+        "Additional instructions appended to the memory extraction prompt (what to keep or skip).",
     ),
     EnvVar(
         "MCP_MEMORY_SAMPLING_TIMEOUT",

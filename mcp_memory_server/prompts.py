@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
-__all__ = ["INSTRUCTIONS", "extract_memories"]
+__all__ = ["INSTRUCTIONS", "calibration", "extract_memories"]
 
 INSTRUCTIONS = """\
 This server is the user's long-term memory, shared by every assistant they use. Chinese and \
@@ -91,11 +92,40 @@ _EXAMPLE = {
 }
 
 
-def extract_memories(user_message: str, assistant_message: str) -> str:
-    """The extraction prompt for one exchange (seed 004's deep channel, in our words)."""
-    return _EXTRACTION.format(
+def extract_memories(user_message: str, assistant_message: str, calibration: str = "") -> str:
+    """The extraction prompt for one exchange (seed 004's deep channel, in our words), with the
+    calibration block (see `calibration`) appended when there is one."""
+    prompt = _EXTRACTION.format(
         categories=_CATEGORY_GUIDE,
         user_message=user_message.strip(),
         assistant_message=assistant_message.strip(),
         example=json.dumps(_EXAMPLE, ensure_ascii=False, indent=2),
     )
+    return f"{prompt}\n\n{calibration}" if calibration else prompt
+
+
+def calibration(
+    *,
+    summary: str = "",
+    domains: Sequence[str] = (),
+    high_value: Sequence[str] = (),
+    low_value: Sequence[str] = (),
+    projects: Sequence[str] = (),
+    instructions: str = "",
+) -> str:
+    """What the extractor should know about this user (seed 004: the profile calibrates
+    extraction), plus the instructions the user configured; "" when there is nothing."""
+    parts: list[str] = []
+    if summary:
+        parts.append(f"About this user (from their memories; use it to calibrate what to keep):\n{summary}")
+    if domains:
+        parts.append("Their domains: " + "; ".join(domains))
+    if high_value:
+        parts.append("Especially valuable for them (higher importance):\n" + "\n".join(f"- {s}" for s in high_value))
+    if low_value:
+        parts.append("Usually not worth keeping for them:\n" + "\n".join(f"- {s}" for s in low_value))
+    if projects:
+        parts.append("Active projects: " + "; ".join(projects))
+    if instructions.strip():
+        parts.append(f"Additional instructions from the user:\n{instructions.strip()}")
+    return "\n\n".join(parts)

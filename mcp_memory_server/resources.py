@@ -1,17 +1,14 @@
-"""Resources (memory://...) and prompts: read-only views of the memory and the prompt texts."""
+"""Resources (memory://...): read-only views of the memory."""
 
 # No `from __future__ import annotations`: the SDK evaluates handler signatures.
 
 import json
-from typing import Annotated
 
 from mcp.server.mcpserver import MCPServer
-from pydantic import Field
 
-from . import prompts
 from .app import CURRENT, AppState, Ctx, resource_call, state
 
-__all__ = ["add_prompts", "add_resources"]
+__all__ = ["add_resources"]
 
 
 def add_resources(server: MCPServer[AppState]) -> None:
@@ -67,18 +64,3 @@ def add_resources(server: MCPServer[AppState]) -> None:
 
 def _json(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, indent=2)
-
-
-def add_prompts(server: MCPServer[AppState]) -> None:
-    @server.prompt(
-        title="Extract memories",
-        description=(
-            "Ask the model which memories one user/assistant exchange holds; answers JSON "
-            "{memories: [{content, category, importance, source}]}, empty for small talk."
-        ),
-    )
-    def extract_memories(
-        user_message: Annotated[str, Field(description="What the user said.")],
-        assistant_message: Annotated[str, Field(description="What the assistant answered.")],
-    ) -> str:
-        return prompts.extract_memories(user_message, assistant_message)

@@ -15,7 +15,8 @@ from . import __version__, lifecycle, prompts
 from .app import AppState, carry_state
 from .config import Config
 from .errors import MemoryServerError
-from .resources import add_prompts, add_resources
+from .prompt_handlers import add_prompts
+from .resources import add_resources
 from .segmenter import Segmenter
 from .service import MemoryService
 from .session_tools import add_session_tools

@@ -110,11 +110,12 @@ class Sieve:
     def small_talk(user_message: str, assistant_message: str) -> bool:
         return is_small_talk(user_message, assistant_message) and not forced_instruction(user_message)
 
-    @staticmethod
-    def sampling_prompt(user_message: str, assistant_message: str) -> tuple[str, str]:
-        """(system prompt, user message) of the deep channel's sampling request."""
+    def sampling_prompt(self, user_message: str, assistant_message: str) -> tuple[str, str]:
+        """(system prompt, user message) of the deep channel's sampling request, calibrated by
+        the user's configured instructions."""
         system = "You extract long-term memories from a conversation. Answer with JSON only."
-        return system, prompts.extract_memories(user_message, assistant_message)
+        calibration = prompts.calibration(instructions=self.service.config.sieve_instructions)
+        return system, prompts.extract_memories(user_message, assistant_message, calibration)
 
     # ---- the fast channel and the note written ahead -------------------------------------------
 

@@ -3,3 +3,6 @@
 TOOLS = frozenset(
     {"remember", "recall", "forget", "list", "apply_changes", "update_session", "extract", "cleanup", "restore"}
 )
+PROMPTS = frozenset(
+    {"extract_memories", "detect_memory_changes", "evaluate_memory", "respond_with_memory", "synthesize_profile"}
+)

@@ -46,13 +46,15 @@ RANKS = {
     "app": 8,
     "tools": 9,
     "resources": 9,
+    "prompt_handlers": 9,
+    "prompt_set": 1,
     "transports": 9,
     "server": 10,
     "cli": 11,
     "__main__": 12,
 }
 # The MCP edge: the only modules that import the SDK.
-MCP_EDGE = {"app", "tools", "session_tools", "resources", "transports", "server"}
+MCP_EDGE = {"app", "tools", "session_tools", "resources", "prompt_handlers", "transports", "server"}
 # Third-party libraries that belong to exactly one module.
 OWNERS = {
     "mcp": MCP_EDGE,

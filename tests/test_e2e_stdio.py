@@ -22,7 +22,7 @@ from mcp_memory_server.config import Config
 from mcp_memory_server.segmenter import Segmenter
 from mcp_memory_server.server import build_server
 
-from .surface import TOOLS
+from .surface import PROMPTS, TOOLS
 
 pytestmark = pytest.mark.anyio
 
@@ -119,7 +119,7 @@ async def test_server_answers_before_jieba_has_loaded(config: Config, cache_dir:
     segmenter = _GatedSegmenter(cache_dir)
     async with Client(build_server(config, segmenter)) as client:
         assert {t.name for t in (await client.list_tools()).tools} == TOOLS
-        assert len((await client.list_prompts()).prompts) == 1
+        assert {p.name for p in (await client.list_prompts()).prompts} == PROMPTS
         assert not segmenter.ready, "initialize and tools/list were answered while jieba was still loading"
         segmenter.gate.set()
         stored = await client.call_tool("remember", {"content": "雾凇拼音很好用"})  # waits for jieba

@@ -309,7 +309,9 @@ def test_the_configuration_table_lists_every_variable_with_its_default() -> None
     assert sorted(names) == sorted(v.name for v in ENV_VARS), "README variables differ from config.ENV_VARS"
     defaults = {first_code(row[0]): row[1] for row in rows}
     for var in ENV_VARS:
-        if not var.default.startswith("platform"):  # the path defaults are explained in their own section
+        if var.default == "":
+            assert defaults[var.name] == "empty", f"{var.name}: README default should read 'empty'"
+        elif not var.default.startswith("platform"):  # the path defaults are explained in their own section
             assert code(defaults[var.name]) == [var.default], f"{var.name}: README default differs"
 
 

@@ -14,7 +14,7 @@ from mcp_memory_server.config import Config
 from mcp_memory_server.segmenter import Segmenter
 from mcp_memory_server.server import build_server
 
-from .surface import TOOLS
+from .surface import PROMPTS, TOOLS
 
 pytestmark = pytest.mark.anyio
 
@@ -176,7 +176,7 @@ async def test_resources(client: Client) -> None:
 
 async def test_extract_memories_prompt(client: Client) -> None:
     prompts = {p.name: p for p in (await client.list_prompts()).prompts}
-    assert set(prompts) == {"extract_memories"}
+    assert set(prompts) == PROMPTS
     assert {a.name for a in prompts["extract_memories"].arguments or []} == {"user_message", "assistant_message"}
     result = await client.get_prompt(
         "extract_memories", {"user_message": "我搬到杭州了", "assistant_message": "好的，记住了。"}

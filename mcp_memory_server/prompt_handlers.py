@@ -1,0 +1,123 @@
+"""The prompts, with what they show gathered from the memory: related memories (retrieved, not
+counted as accesses), the session's working memory and strategy, the core memories."""
+
+# No `from __future__ import annotations`: the SDK evaluates prompt signatures.
+
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import MCPServer
+from pydantic import Field
+
+from . import prompt_set, prompts
+from .app import AppState, Ctx, state
+from .models import Memory
+from .rows import iso, utcnow
+
+__all__ = ["add_prompts"]
+
+_RELATED = 10
+_CORE = 200
+
+
+def _brief(memory: Memory | Any) -> dict[str, Any]:
+    """A memory as a prompt shows it: `key` is what a change operation names it by."""
+    return {
+        "key": memory.key or memory.id,
+        "category": memory.category,
+        "content": memory.content,
+        "importance": round(memory.importance * 10),
+        "updated_at": iso(memory.updated_at)[:10],
+    }
+
+
+async def _related(ctx: Ctx, text: str, session_id: str | None = None) -> list[dict[str, Any]]:
+    found = await state(ctx).service.recall(
+        query=text[:2000], limit=_RELATED, session_id=session_id, track_access=False
+    )
+    return [
+        {"key": h.key or h.id, "category": h.category, "content": h.content, "importance": round(h.importance * 10)}
+        for h in found.hits
+    ]
+
+
+async def _calibration(ctx: Ctx) -> str:
+    app = state(ctx)
+    return prompts.calibration(instructions=app.config.sieve_instructions)
+
+
+def add_prompts(server: MCPServer[AppState]) -> None:
+    @server.prompt(
+        title="Extract memories",
+        description=(
+            "Ask the model which memories one user/assistant exchange holds; answers JSON "
+            "{memories: [{content, category, importance, source}]}, empty for small talk."
+        ),
+    )
+    async def extract_memories(
+        ctx: Ctx,
+        user_message: Annotated[str, Field(description="What the user said.")],
+        assistant_message: Annotated[str, Field(description="What the assistant answered.")],
+    ) -> str:
+        return prompts.extract_memories(user_message, assistant_message, await _calibration(ctx))
+
+    @server.prompt(
+        title="Detect memory changes",
+        description=(
+            "Given an exchange, the current time and the related stored memories, answer the change operations "
+            "to make: a JSON array for apply_changes."
+        ),
+    )
+    async def detect_memory_changes(
+        ctx: Ctx,
+        user_input: Annotated[str, Field(description="What the user said.")],
+        ai_output: Annotated[str, Field(description="What the assistant answered.")],
+    ) -> str:
+        related = await _related(ctx, f"{user_input}\n{ai_output}")
+        return prompt_set.detect_memory_changes(user_input, ai_output, related, iso(utcnow()))
+
+    @server.prompt(
+        title="Evaluate memory",
+        description=(
+            "Score one piece of information on seed 002's dimensions and decide store / working / skip; the "
+            "answer's `memory` holds remember's arguments."
+        ),
+    )
+    async def evaluate_memory(
+        ctx: Ctx, information: Annotated[str, Field(description="The information to evaluate.")]
+    ) -> str:
+        similar = [m["content"] for m in await _related(ctx, information)][:5]
+        return prompt_set.evaluate_memory(information, similar)
+
+    @server.prompt(
+        title="Respond with memory",
+        description=(
+            "One call that reads the user's emotion, answers with the session's response strategy and related "
+            "memories, and lists memory changes (for update_session and apply_changes)."
+        ),
+    )
+    async def respond_with_memory(
+        ctx: Ctx,
+        user_message: Annotated[str, Field(description="The user's message.")],
+        session_id: Annotated[str, Field(description="The conversation's id (see update_session).")],
+    ) -> str:
+        app = state(ctx)
+        session = await app.store.session(session_id.strip())
+        working: dict[str, Any] = {"session_id": session_id}
+        strategy = app.sessions.table["neutral"]
+        if session is not None:
+            working = session.model_dump(mode="json", exclude={"created_at"})
+            strategy = app.sessions.table.get(session.last_emotion or "neutral", strategy)
+        related = await _related(ctx, user_message, session_id if session else None)
+        return prompt_set.respond_with_memory(user_message, working, related, strategy.model_dump())
+
+    @server.prompt(
+        title="Synthesize profile",
+        description=(
+            "Write the user's profile (summary, domains, high/low-value signals, language, active projects, each "
+            "citing memory ids) from their core memories; the answer goes to refresh_profile."
+        ),
+    )
+    async def synthesize_profile(ctx: Ctx) -> str:
+        page = await state(ctx).service.list_memories(tier="core", order_by="importance", limit=_CORE)
+        memories = [m.model_dump() for m in page.items if m.category != "profile"]
+        return prompt_set.synthesize_profile(memories)
