@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import get_args
 
-from . import archive, validate
+from . import archive, logbook, validate
 from .archive import CleanupRow
 from .config import Config
 from .errors import InvalidInput
@@ -40,6 +40,7 @@ log = logging.getLogger(__name__)
 
 _PREVIEW_CHARS = 80
 _LISTED = 100  # candidates listed in a cleanup result by default (all of them are archived)
+_ABANDONED = timedelta(hours=1)  # a sieve run still waiting for the client's model after this is closed
 
 
 def _keep_rule(row: CleanupRow, config: Config, recent_since: str) -> KeepRule | None:
@@ -254,6 +255,11 @@ async def maintain(store: Store, *, now: datetime | None = None) -> MaintenanceR
     """Session expiry, then a real cleanup: what start-up and the periodic task run."""
     expiry = await expire_sessions(store, now=now)
     cleaned = await cleanup(store, dry_run=False, now=now)
+    moment = now or utcnow()
+    async with store.transaction() as tx:  # sieve runs whose client never brought the model's answer
+        abandoned = await logbook.settle_abandoned(tx, moment - _ABANDONED, moment)
+    if abandoned:
+        log.info("maintenance: %d sieve run(s) closed without the model's answer", abandoned)
     if expiry.sessions or cleaned.archived:
         log.info(
             "maintenance: %d idle session(s) ended (%d working memories promoted, %d archived); "

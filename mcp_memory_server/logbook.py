@@ -18,7 +18,17 @@ from .models import Model
 from .rows import iso
 from .tx import Tx
 
-__all__ = ["ChannelReport", "ExtractedItem", "LogEntry", "ValueParts", "insert", "pending", "recent", "settle"]
+__all__ = [
+    "ChannelReport",
+    "ExtractedItem",
+    "LogEntry",
+    "ValueParts",
+    "insert",
+    "pending",
+    "recent",
+    "settle",
+    "settle_abandoned",
+]
 
 _KEEP = 5000  # runs kept; older ones are pruned as new ones arrive
 
@@ -166,3 +176,19 @@ async def recent(tx: Tx, limit: int) -> list[LogEntry]:
         f"SELECT {_COLUMNS} FROM extraction_log WHERE namespace = ? ORDER BY seq DESC LIMIT ?", (tx.namespace, limit)
     )
     return [_row(r) for r in rows]
+
+
+async def settle_abandoned(tx: Tx, before: datetime, moment: datetime) -> int:
+    """Close runs still waiting for a client's model since before `before`: the client refused
+    or went away (on the 2026-07-28 protocol it never calls back then). Their note stays."""
+    report = ChannelReport(
+        outcome="failed",
+        detail="The client's model never answered; the exchange is kept as the fallback note.",
+        items=[],
+    )
+    cursor = await tx.conn.execute(
+        "UPDATE extraction_log SET status = 'done', deep = ?, updated_at = ?"
+        " WHERE namespace = ? AND status = 'pending' AND updated_at < ?",
+        (report.model_dump_json(), iso(moment), tx.namespace, iso(before)),
+    )
+    return max(cursor.rowcount, 0)

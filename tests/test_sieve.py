@@ -258,3 +258,22 @@ async def test_the_extract_tool_is_described_and_bounded(config: Config, segment
     assert schema["properties"]["user_message"]["maxLength"] == 20000
     assert tools["extract"].annotations is not None and tools["extract"].annotations.read_only_hint is False
     assert empty.is_error
+
+
+async def test_maintenance_closes_runs_whose_model_never_answered(config: Config, segmenter: Segmenter) -> None:
+    from datetime import timedelta
+
+    from mcp_memory_server import lifecycle
+    from mcp_memory_server.rows import utcnow
+    from mcp_memory_server.store import Store
+
+    async with Client(build_server(config, segmenter), sampling_callback=refusing) as client:
+        with pytest.raises((MCPError, ExceptionGroup)):
+            await client.call_tool("extract", {"user_message": USER, "assistant_message": ASSISTANT})
+    async with Store(config, segmenter) as store:
+        await lifecycle.maintain(store)  # too recent: still pending
+        assert rows(config, "SELECT status FROM extraction_log") == [("pending",)]
+        await lifecycle.maintain(store, now=utcnow() + timedelta(hours=2))
+    (status, deep, note), *_ = rows(config, "SELECT status, deep, note_seq FROM extraction_log")
+    assert status == "done" and json.loads(deep)["outcome"] == "failed" and note is not None
+    assert rows(config, f"SELECT category FROM memories WHERE seq = {note}") == [("context",)]
