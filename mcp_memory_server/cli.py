@@ -1,4 +1,4 @@
-"""The `mcp-memory-server` command: serve (the default), stats and search."""
+"""The `mcp-memory-server` command: serve (the default), stats, search, and MEMORY.md import and export."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -13,6 +14,7 @@ import anyio
 from . import __version__
 from .config import ENV_VARS, Config
 from .errors import MemoryServerError, NotFound
+from .render import ImportReport, import_markdown, render_store
 from .segmenter import Segmenter
 from .service import MemoryService
 from .store import Store
@@ -36,7 +38,8 @@ examples:
   mcp-memory-server                          serve over stdio (for MCP clients)
   mcp-memory-server --transport http         serve on http://127.0.0.1:8765/mcp
   mcp-memory-server search "咖啡"             what would recall return?
-  mcp-memory-server stats                    counts, database path and size"""
+  mcp-memory-server stats                    counts, database path and size
+  mcp-memory-server import-markdown MEMORY.md add a MEMORY.md file's items as memories"""
 )
 
 
@@ -95,6 +98,16 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--limit", type=int, default=5, help="hits to show, 1-50 (default: 5)")
     search.add_argument("--category", help="only this category")
     search.add_argument("--json", action="store_true", help="print the full result as JSON")
+    imported = commands.add_parser(
+        "import-markdown",
+        parents=[_common(False)],
+        help="add the items of a MEMORY.md file as memories (again: nothing changes)",
+    )
+    imported.add_argument("file", help="the Markdown file, sections as memory://MEMORY.md writes them")
+    exported = commands.add_parser(
+        "export-markdown", parents=[_common(False)], help="write memory://MEMORY.md to a file or stdout"
+    )
+    exported.add_argument("file", nargs="?", help="where to write it (default: stdout)")
     return parser
 
 
@@ -112,6 +125,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             return anyio.run(_stats, config)
         if args.command == "search":
             return anyio.run(_search, config, args)
+        if args.command == "import-markdown":
+            report = anyio.run(_import_markdown, config, _read(args.file))
+            print(f"{args.file}: {report.lines} items, {len(report.created)} created, {report.present} already present")
+            return 0
+        if args.command == "export-markdown":
+            text = anyio.run(_export_markdown, config)
+            if args.file is None:
+                sys.stdout.write(text)
+            else:
+                try:
+                    Path(args.file).write_text(text, encoding="utf-8")
+                except OSError as exc:
+                    raise NotFound(f"cannot write {args.file}: {exc}") from exc
+            return 0
         return _serve(config, args.transport, args.host, args.port)
     except MemoryServerError as exc:
         print(f"mcp-memory-server: {exc}", file=sys.stderr)
@@ -177,3 +204,21 @@ async def _search(config: Config, args: argparse.Namespace) -> int:
     if not result.hits:
         print("no memories match")
     return 0
+
+
+def _read(file: str) -> str:
+    try:
+        return Path(file).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise NotFound(f"cannot read {file}: {exc}") from exc
+
+
+async def _import_markdown(config: Config, text: str) -> ImportReport:
+    async with Store(config, Segmenter(config.cache_dir)) as store:
+        return await import_markdown(store, text)
+
+
+async def _export_markdown(config: Config) -> str:
+    _existing(config)
+    async with Store(config, Segmenter(config.cache_dir)) as store:
+        return await render_store(store)

@@ -82,6 +82,8 @@ class Config:
     emotion_min_confidence: float = 0.6  # below it, the neutral strategy
     strategy_overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: MappingProxyType({}))
     sampling_timeout_s: float = 60.0  # how long the sieve waits for the client's model
+    markdown_language: str = "auto"  # headings of memory://MEMORY.md: zh, en, or auto (by the memories)
+    markdown_limit: int = 5000  # its soft limit in characters (seed 001)
     sieve_instructions: str = ""  # the user's own instructions for the extractor (seed 004, 5.2.8)
 
     # ---- lifecycle (SPEC 5, seed 000's cleanup and keep rules, seed 003's working memory) ----
@@ -272,6 +274,13 @@ def _categories(raw: str) -> tuple[str, ...]:
     return names
 
 
+def _markdown_language(raw: str) -> str:
+    value = raw.lower()
+    if value not in ("auto", "zh", "en"):
+        raise ValueError("use auto, zh or en")
+    return value
+
+
 def _log_level(raw: str) -> str:
     level = raw.upper()
     if level not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
@@ -399,6 +408,20 @@ ENV_VARS: tuple[EnvVar, ...] = (
         _json_object,
         "{}",
         'JSON object changing rows of the emotion -> strategy table, e.g. {"sad": {"max_length": 300}}.',
+    ),
+    EnvVar(
+        "MCP_MEMORY_MARKDOWN_LANGUAGE",
+        "markdown_language",
+        _markdown_language,
+        "auto",
+        "Headings of memory://MEMORY.md: zh, en, or auto (Chinese when most core memories are).",
+    ),
+    EnvVar(
+        "MCP_MEMORY_MARKDOWN_LIMIT",
+        "markdown_limit",
+        _positive_int,
+        "5000",
+        "Soft limit of memory://MEMORY.md in characters; over it the middle is left out.",
     ),
     EnvVar(
         "MCP_MEMORY_SIEVE_INSTRUCTIONS",

@@ -7,6 +7,7 @@ import json
 from mcp.server.mcpserver import MCPServer
 
 from .app import CURRENT, AppState, Ctx, resource_call, state
+from .render import render_store
 
 __all__ = ["add_resources"]
 
@@ -51,6 +52,15 @@ def add_resources(server: MCPServer[AppState]) -> None:
     async def extraction_log_resource() -> str:
         entries = await resource_call(CURRENT.get().sieve.log(100))
         return _json([e.model_dump(mode="json") for e in entries])
+
+    @server.resource(
+        "memory://MEMORY.md",
+        mime_type="text/markdown",
+        description="The core memories as one Markdown file in four sections (events, preferences, todos, notes), "
+        "each line dated; over 5,000 characters the middle is left out and consolidation is due.",
+    )
+    async def markdown_resource() -> str:
+        return await resource_call(render_store(CURRENT.get().store))
 
     @server.resource(
         "memory://stats",

@@ -143,6 +143,15 @@ class Tx:
         )
         return {r[0] for r in rows}
 
+    async def hashes(self, digests: Sequence[str]) -> set[str]:
+        """Those of `digests` that some memory's content has, whatever its category."""
+        rows = await self._conn.execute_fetchall(
+            "SELECT DISTINCT content_hash FROM memories WHERE namespace = ?"
+            " AND content_hash IN (SELECT value FROM json_each(?))",
+            (self._ns, json.dumps(list(digests))),
+        )
+        return {r[0] for r in rows}
+
     async def by_hash(self, category: str, content_hash: str) -> list[Memory]:
         rows = await self._conn.execute_fetchall(
             f"SELECT {COLUMNS} FROM memories WHERE namespace = ? AND category = ? AND content_hash = ?",

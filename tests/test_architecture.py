@@ -33,6 +33,7 @@ RANKS = {
     "archive": 4,
     "value": 4,
     "retrieve": 5,
+    "render": 5,
     "service": 6,
     "lifecycle": 6,
     "prompts": 6,

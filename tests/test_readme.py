@@ -285,7 +285,7 @@ def test_every_cli_command_and_flag_is_documented() -> None:
     documented_commands = {
         words[1]
         for words in (line.split() for line in synopsis.splitlines())
-        if len(words) > 1 and words[0] == "mcp-memory-server" and words[1].isalpha() and words[1].islower()
+        if len(words) > 1 and words[0] == "mcp-memory-server" and re.fullmatch(r"[a-z][a-z-]*", words[1])
     }
     assert documented_commands == set(parsers) - {""}
     for command in documented_commands:

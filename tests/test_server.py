@@ -158,6 +158,7 @@ async def test_resources(client: Client) -> None:
     assert {str(r.uri) for r in (await client.list_resources()).resources} == {
         "memory://stats",
         "memory://extraction-log",
+        "memory://MEMORY.md",
     }
 
     detail = json.loads((await client.read_resource(f"memory://memories/{first['id']}")).contents[0].text)  # type: ignore[union-attr]
