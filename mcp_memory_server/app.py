@@ -3,14 +3,20 @@ the translation of our errors into the SDK's (tool errors become `isError` resul
 
 # No `from __future__ import annotations`: the SDK evaluates the signatures that use `Ctx`.
 
+import logging
 from collections.abc import Awaitable
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+import anyio
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-from mcp.server.mcpserver import Context
+from mcp.server.mcpserver import Context, Sample
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
+from mcp.shared.exceptions import MCPError
+from mcp.shared.message import ServerMessageMetadata
+from mcp_types import CreateMessageRequest, CreateMessageResult, SamplingMessage, TextContent
+from mcp_types.version import is_version_at_least
 
 from .config import Config
 from .errors import MemoryServerError, NotFound
@@ -19,7 +25,25 @@ from .sessions import Sessions
 from .sieve import Sieve
 from .store import Store
 
-__all__ = ["CURRENT", "AppState", "Ctx", "carry_state", "client_name", "resource_call", "state", "tool_call"]
+__all__ = [
+    "CURRENT",
+    "AppState",
+    "Ctx",
+    "ask_client",
+    "can_sample",
+    "carry_state",
+    "client_name",
+    "modern",
+    "resource_call",
+    "sample_request",
+    "sampled_text",
+    "state",
+    "tool_call",
+]
+
+log = logging.getLogger(__name__)
+
+_MODERN = "2026-07-28"  # from this protocol version on, sampling rides the call's own rounds
 
 T = TypeVar("T")
 
@@ -74,3 +98,50 @@ async def resource_call(call: Awaitable[T]) -> T:
         raise ResourceNotFoundError(str(exc)) from exc
     except MemoryServerError as exc:
         raise ResourceError(str(exc)) from exc
+
+
+# ---- sampling: the client's model, in both protocol eras -------------------------------------
+
+
+def modern(ctx: Ctx) -> bool:
+    """True on 2026-07-28 and later, where a tool asks the client through its call's own rounds
+    (`Resolve`/`Sample`) and cannot send it a request mid-call."""
+    version = ctx.protocol_version
+    return version is not None and is_version_at_least(version, _MODERN)
+
+
+def can_sample(ctx: Ctx) -> bool:
+    capabilities = ctx.client_capabilities
+    return capabilities is not None and capabilities.sampling is not None
+
+
+def sample_request(system: str, prompt: str, max_tokens: int) -> Sample:
+    message = SamplingMessage(role="user", content=TextContent(type="text", text=prompt))
+    return Sample([message], max_tokens=max_tokens, system_prompt=system, temperature=0.1)
+
+
+def sampled_text(result: CreateMessageResult) -> str:
+    content: Any = result.content
+    blocks = content if isinstance(content, list) else [content]
+    return "".join(b.text for b in blocks if isinstance(b, TextContent))
+
+
+async def ask_client(ctx: Ctx, sample: Sample) -> tuple[str | None, str | None]:
+    """(answer, failure) from the client's model, asked over the session (before 2026-07-28),
+    under the configured timeout; never raises for the client's refusal or silence."""
+    timeout = state(ctx).config.sampling_timeout_s
+    try:
+        with anyio.fail_after(timeout):
+            result = await ctx.session.send_request(
+                CreateMessageRequest(params=sample.params),
+                CreateMessageResult,
+                metadata=ServerMessageMetadata(related_request_id=ctx.request_id),
+            )
+    except TimeoutError:
+        return None, f"the client's model did not answer within {timeout:g} s."
+    except MCPError as exc:
+        return None, f"the client declined to sample: {exc}."
+    except Exception as exc:  # any transport or validation failure: the caller falls back
+        log.warning("sampling failed: %r", exc)
+        return None, f"sampling failed: {exc}."
+    return sampled_text(result), None

@@ -92,6 +92,7 @@ async def archive(tx: Tx, reasons: Mapping[int, str], at: str) -> list[int]:
         await tx.execute(f"DELETE FROM memory_fts WHERE rowid IN ({marks})", found)
         await tx.execute(f"DELETE FROM memories WHERE seq IN ({marks})", found)
         await tx.log(found)
+        await tx.profile_stale()  # it may cite what is gone
         moved += found
     return moved
 

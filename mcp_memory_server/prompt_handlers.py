@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
-from . import prompt_set, prompts
+from . import profiles, prompt_set, prompts
 from .app import AppState, Ctx, state
 from .models import Memory
 from .rows import iso, utcnow
@@ -42,7 +42,7 @@ async def _related(ctx: Ctx, text: str, session_id: str | None = None) -> list[d
 
 async def _calibration(ctx: Ctx) -> str:
     app = state(ctx)
-    return prompts.calibration(instructions=app.config.sieve_instructions)
+    return await app.sieve.calibration()
 
 
 def add_prompts(server: MCPServer[AppState]) -> None:
@@ -118,6 +118,4 @@ def add_prompts(server: MCPServer[AppState]) -> None:
         ),
     )
     async def synthesize_profile(ctx: Ctx) -> str:
-        page = await state(ctx).service.list_memories(tier="core", order_by="importance", limit=_CORE)
-        memories = [m.model_dump() for m in page.items if m.category != "profile"]
-        return prompt_set.synthesize_profile(memories)
+        return prompt_set.synthesize_profile(await profiles.core_for_prompt(state(ctx).store, _CORE))

@@ -170,4 +170,21 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX extraction_log_digest ON extraction_log (namespace, digest, status)",
         ),
     ),
+    (
+        6,
+        "the user profile",
+        (
+            # The synthesised profile (JSON items citing memory ids), the user's manual edits kept
+            # apart so that re-synthesis never loses them, and whether writes since have made it
+            # stale. Writes of identity, preference and skill memories and every deletion set
+            # `stale` in their own transaction.
+            """CREATE TABLE profile (
+                namespace  TEXT PRIMARY KEY,
+                data       TEXT NOT NULL,
+                manual     TEXT NOT NULL DEFAULT '{}',
+                stale      INTEGER NOT NULL DEFAULT 1,
+                updated_at TEXT NOT NULL
+            )""",
+        ),
+    ),
 )

@@ -15,6 +15,7 @@ from . import __version__, lifecycle, prompts
 from .app import AppState, carry_state
 from .config import Config
 from .errors import MemoryServerError
+from .profile_tools import add_profile_tools
 from .prompt_handlers import add_prompts
 from .resources import add_resources
 from .segmenter import Segmenter
@@ -82,6 +83,7 @@ def build_server(config: Config, segmenter: Segmenter | None = None) -> MCPServe
     )
     add_memory_tools(server, config)
     add_session_tools(server)
+    add_profile_tools(server)
     add_resources(server)
     add_prompts(server)
     return server

@@ -17,13 +17,10 @@ from typing import Annotated, Any
 
 import anyio
 from mcp.server.mcpserver import MCPServer, Resolve, Sample
-from mcp.shared.exceptions import MCPError
-from mcp.shared.message import ServerMessageMetadata
-from mcp_types import CreateMessageRequest, CreateMessageResult, SamplingMessage, TextContent, ToolAnnotations
-from mcp_types.version import is_version_at_least
+from mcp_types import CreateMessageResult, ToolAnnotations
 from pydantic import Field
 
-from .app import AppState, Ctx, client_name, state, tool_call
+from .app import AppState, Ctx, ask_client, client_name, modern, sample_request, sampled_text, state, tool_call
 from .sessions import MAX_TOPIC_CHARS, MAX_VARIABLES, SessionResult
 from .sieve import MAX_TOKENS, ExtractResult, Sieve
 from .strategy import Emotion
@@ -33,22 +30,15 @@ __all__ = ["add_session_tools"]
 
 log = logging.getLogger(__name__)
 
-_MODERN = "2026-07-28"  # from this protocol version on, sampling rides the call's own rounds
 MAX_MESSAGE_CHARS = 20_000
 
 # What the resolver tells the tool body when it does not hand the SDK a sampling request.
 _SMALL_TALK, _UNSUPPORTED, _IN_BODY = "small talk", "unsupported", "in body"
 
 
-def _sample(sieve: Sieve, user_message: str, assistant_message: str) -> Sample:
-    system, prompt = sieve.sampling_prompt(user_message, assistant_message)
-    message = SamplingMessage(role="user", content=TextContent(type="text", text=prompt))
-    return Sample([message], max_tokens=MAX_TOKENS, system_prompt=system, temperature=0.1)
-
-
-def _modern(ctx: Ctx) -> bool:
-    version = ctx.protocol_version
-    return version is not None and is_version_at_least(version, _MODERN)
+async def _sample(sieve: Sieve, user_message: str, assistant_message: str) -> Sample:
+    system, prompt = await sieve.sampling_prompt(user_message, assistant_message)
+    return sample_request(system, prompt, MAX_TOKENS)
 
 
 async def _deep_request(ctx: Ctx, user_message: str, assistant_message: str, session_id: str | None) -> Any:
@@ -60,37 +50,18 @@ async def _deep_request(ctx: Ctx, user_message: str, assistant_message: str, ses
     capabilities = ctx.client_capabilities
     if capabilities is None or capabilities.sampling is None:
         return _UNSUPPORTED
-    if not _modern(ctx):
+    if not modern(ctx):
         return _IN_BODY
+    request = await _sample(sieve, user_message, assistant_message)  # before begin: same prompt in every round
     if ctx.input_responses is None and await sieve.resume(user_message, assistant_message, session_id) is None:
         await sieve.begin(user_message, assistant_message, session_id=session_id, client=client_name(ctx), deep=True)
-    return _sample(sieve, user_message, assistant_message)
-
-
-def _text(result: Any) -> str:
-    content = result.content
-    blocks = content if isinstance(content, list) else [content]
-    return "".join(b.text for b in blocks if isinstance(b, TextContent))
+    return request
 
 
 async def _ask_in_body(
     ctx: Ctx, sieve: Sieve, user_message: str, assistant_message: str
 ) -> tuple[str | None, str | None]:
-    """(answer, failure) from the client's model, asked over the session (protocol before 2026-07-28)."""
-    request = CreateMessageRequest(params=_sample(sieve, user_message, assistant_message).params)
-    try:
-        with anyio.fail_after(state(ctx).config.sampling_timeout_s):
-            result = await ctx.session.send_request(
-                request, CreateMessageResult, metadata=ServerMessageMetadata(related_request_id=ctx.request_id)
-            )
-    except TimeoutError:
-        return None, f"the client's model did not answer within {state(ctx).config.sampling_timeout_s:g} s."
-    except MCPError as exc:
-        return None, f"the client declined to sample: {exc}."
-    except Exception as exc:  # any transport or validation failure: keep the note, do not fail the call
-        log.warning("sampling failed: %r", exc)
-        return None, f"sampling failed: {exc}."
-    return _text(result), None
+    return await ask_client(ctx, await _sample(sieve, user_message, assistant_message))
 
 
 async def _extract(
@@ -104,7 +75,7 @@ async def _extract(
             prepared = await sieve.begin(
                 user_message, assistant_message, session_id=session_id, client=client, deep=False
             )
-        return await sieve.finish(prepared, answer=_text(deep))
+        return await sieve.finish(prepared, answer=sampled_text(deep))
     if deep == _IN_BODY:
         answer: list[tuple[str | None, str | None]] = []
 

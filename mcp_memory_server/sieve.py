@@ -24,7 +24,7 @@ from typing import Any
 
 from pydantic import Field
 
-from . import logbook, prompts
+from . import logbook, profiles, prompts
 from .errors import InvalidInput, MemoryServerError
 from .logbook import ChannelReport, ExtractedItem, ValueParts
 from .models import Model
@@ -110,12 +110,27 @@ class Sieve:
     def small_talk(user_message: str, assistant_message: str) -> bool:
         return is_small_talk(user_message, assistant_message) and not forced_instruction(user_message)
 
-    def sampling_prompt(self, user_message: str, assistant_message: str) -> tuple[str, str]:
+    async def calibration(self) -> str:
+        """The profile (as stored: not re-synthesised here, so it cannot change between the rounds of
+        one call) and the user's configured instructions, for the extraction prompt."""
+        profile = await profiles.peek(self.service.store)
+        instructions = self.service.config.sieve_instructions
+        if profile is None or profile.method == "none":
+            return prompts.calibration(instructions=instructions)
+        return prompts.calibration(
+            summary=profile.summary.text,
+            domains=[i.text for i in profile.domains],
+            high_value=[i.text for i in profile.high_value_signals],
+            low_value=[i.text for i in profile.low_value_signals],
+            projects=[i.text for i in profile.active_projects],
+            instructions=instructions,
+        )
+
+    async def sampling_prompt(self, user_message: str, assistant_message: str) -> tuple[str, str]:
         """(system prompt, user message) of the deep channel's sampling request, calibrated by
-        the user's configured instructions."""
+        the user's profile and configured instructions."""
         system = "You extract long-term memories from a conversation. Answer with JSON only."
-        calibration = prompts.calibration(instructions=self.service.config.sieve_instructions)
-        return system, prompts.extract_memories(user_message, assistant_message, calibration)
+        return system, prompts.extract_memories(user_message, assistant_message, await self.calibration())
 
     # ---- the fast channel and the note written ahead -------------------------------------------
 

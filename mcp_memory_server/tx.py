@@ -24,6 +24,8 @@ __all__ = ["IndexFields", "Tx"]
 # (content, key, tags, category) -> the four pre-segmented FTS columns
 IndexFields = Callable[[str, "str | None", Iterable[str], str], tuple[str, ...]]
 
+# Memories the profile is synthesised from: writing one makes it stale (see profiles.py).
+PROFILE_CATEGORIES = frozenset({"identity", "preference", "skill", "user_preferences", "coding_style"})
 _LOG_KEEP = 100_000  # changes kept in memory_changes, up to _PRUNE_EVERY more between prunes
 _PRUNE_EVERY = 100
 _DRAFT_COLUMNS = "content, key, category, tier, importance, confidence, source, tags, session_id, client"
@@ -121,6 +123,10 @@ class Tx:
 
     # ---- memories ------------------------------------------------------------------------------
 
+    async def profile_stale(self) -> None:
+        """Mark the user profile for re-synthesis on its next read."""
+        await self._conn.execute("UPDATE profile SET stale = 1 WHERE namespace = ? AND stale = 0", (self._ns,))
+
     async def get(self, seq: int) -> Memory | None:
         rows = await self._conn.execute_fetchall(
             f"SELECT {COLUMNS} FROM memories WHERE seq = ? AND +namespace = ?", (seq, self._ns)
@@ -181,6 +187,8 @@ class Tx:
         seq = cursor.lastrowid
         assert seq is not None
         await self._log([seq])
+        if draft.category in PROFILE_CATEGORIES:
+            await self.profile_stale()
         await self._conn.execute(
             "INSERT INTO memory_fts (rowid, content, key, tags, category) VALUES (?, ?, ?, ?, ?)",
             (seq, *self._index_fields(_normalized(draft.content), draft.key, draft.tags, draft.category)),
@@ -226,6 +234,8 @@ class Tx:
             (first, last),
         )
         await self._prune_log()
+        if any(d.category in PROFILE_CATEGORIES for d in drafts):
+            await self.profile_stale()
         return list(range(first, last + 1))
 
     def _batch_values(self, drafts: Sequence[Draft], first: int, now: str) -> tuple[list[Any], list[Any]]:
@@ -249,6 +259,12 @@ class Tx:
             " reason, changed_at) SELECT seq, content, key, category, importance, confidence, tags, source, ?, ?"
             " FROM memories WHERE seq = ?",
             (reason, iso(moment), seq),
+        )
+        marks = ",".join("?" * len(PROFILE_CATEGORIES))
+        await self._conn.execute(  # the old or the new value is about who the user is
+            "UPDATE profile SET stale = 1 WHERE namespace = ? AND stale = 0 AND (? IN"
+            f" ({marks}) OR (SELECT category FROM memories WHERE seq = ?) IN ({marks}))",
+            (self._ns, draft.category, *PROFILE_CATEGORIES, seq, *PROFILE_CATEGORIES),
         )
         await self._conn.execute(
             "UPDATE memories SET content = ?, key = ?, category = ?, tier = ?, importance = ?, confidence = ?,"
@@ -290,6 +306,7 @@ class Tx:
             await self._conn.execute(f"DELETE FROM memory_fts WHERE rowid IN ({marks})", found)
             await self._conn.execute(f"DELETE FROM memories WHERE seq IN ({marks})", found)
             await self._log(found)
+            await self.profile_stale()  # it may cite what is gone
         rows = await self._conn.execute_fetchall(
             f"SELECT seq FROM memory_archive WHERE +namespace = ? AND seq IN ({wanted})", (self._ns, *seqs)
         )

@@ -40,9 +40,11 @@ RANKS = {
     "changes": 7,
     "logbook": 4,
     "sieve": 7,
+    "profiles": 6,
     "strategy": 2,
     "sessions": 7,
     "session_tools": 9,
+    "profile_tools": 9,
     "__init__": 7,
     "app": 8,
     "tools": 9,
@@ -55,7 +57,7 @@ RANKS = {
     "__main__": 12,
 }
 # The MCP edge: the only modules that import the SDK.
-MCP_EDGE = {"app", "tools", "session_tools", "resources", "prompt_handlers", "transports", "server"}
+MCP_EDGE = {"app", "tools", "session_tools", "profile_tools", "resources", "prompt_handlers", "transports", "server"}
 # Third-party libraries that belong to exactly one module.
 OWNERS = {
     "mcp": MCP_EDGE,

@@ -159,6 +159,7 @@ async def test_resources(client: Client) -> None:
         "memory://stats",
         "memory://extraction-log",
         "memory://MEMORY.md",
+        "memory://profile",
     }
 
     detail = json.loads((await client.read_resource(f"memory://memories/{first['id']}")).contents[0].text)  # type: ignore[union-attr]
