@@ -171,14 +171,17 @@ async def _synthesize(store: Store, memories: Sequence[Memory], now: datetime) -
     }
 
 
+_SYNTHESIS_LIMIT = 500  # the most important core memories are enough, and keep a refresh fast at 100k
+
+
 async def _core(store: Store) -> list[Memory]:
     async with store.reading() as tx:
         rows = await tx.fetch(
             f"SELECT {COLUMNS} FROM memories WHERE namespace = ? AND tier = 'core'"
-            " AND category NOT IN ('profile', 'context') ORDER BY seq",
-            (tx.namespace,),
+            " AND category NOT IN ('profile', 'context') ORDER BY importance DESC, updated_at DESC, seq LIMIT ?",
+            (tx.namespace, _SYNTHESIS_LIMIT),
         )
-    return [row_to_memory(r) for r in rows]
+    return sorted((row_to_memory(r) for r in rows), key=lambda m: int(m.id[4:]))
 
 
 async def _row(store: Store) -> tuple[dict[str, Any] | None, dict[str, Any], bool]:
