@@ -122,8 +122,12 @@ async def recall(
     tokens = await segment(store, query)
     terms = keywords(tokens, config.max_keywords)
     topic_terms: list[str] = []
+    active: str | None = None  # a session recalled with is still going on
     if session_id is not None:
         session = await store.session(session_id)
+        active = session_id if session is not None else None
+        if track_access and active:
+            store.touch([], now, active)
         if session is not None and session.current_topic:
             topic_all = await extract_keywords(store, session.current_topic, _TOPIC_KEYWORDS)
             topic_terms = topic_all
@@ -143,7 +147,7 @@ async def recall(
 
     top = score_candidates(candidates, config, now, topic_terms)[:limit]
     if track_access:
-        store.touch([s.candidate.row[0] for s in top], now)
+        store.touch([s.candidate.row[0] for s in top], now, active)
     return RecallResult.model_validate(
         {"query": query, "keywords": terms, "stage": stage, "hits": [s.hit() for s in top]}
     )

@@ -50,6 +50,7 @@ class Store:
         self._lock = anyio.Lock()
         self._live = LiveIndex(config, namespace)
         self._pending_touches: dict[int, int] = {}
+        self._pending_sessions: set[str] = set()  # recalled with: still active (see lifecycle.py)
         self._pending_moment = ""
         self._flusher: asyncio.Task[None] | None = None
 
@@ -387,7 +388,7 @@ class Store:
 
     # ---- small writes that need no decision ---------------------------------------------------
 
-    def touch(self, seqs: Sequence[int], moment: datetime) -> None:
+    def touch(self, seqs: Sequence[int], moment: datetime, session_id: str | None = None) -> None:
         """Access tracking after recall (count and time of last access, not `updated_at`).
 
         Written by a background task up to `_TOUCH_DELAY` later, so a recall never waits for a write
@@ -396,8 +397,10 @@ class Store:
         `flush()` writes now; `close()` flushes."""
         for seq in seqs:
             self._pending_touches[seq] = self._pending_touches.get(seq, 0) + 1
+        if session_id is not None:
+            self._pending_sessions.add(session_id)
         self._pending_moment = iso(moment)
-        if self._pending_touches and self._flusher is None:
+        if (self._pending_touches or self._pending_sessions) and self._flusher is None:
             self._flusher = asyncio.get_running_loop().create_task(self._flush_later())
 
     async def flush(self) -> None:
@@ -413,13 +416,14 @@ class Store:
         await self._write_touches()
 
     async def _write_touches(self) -> None:
-        if not self._pending_touches or self._conn is None:
+        if not (self._pending_touches or self._pending_sessions) or self._conn is None:
             return
         async with self._lock:
             pending, self._pending_touches = self._pending_touches, {}
+            sessions, self._pending_sessions = self._pending_sessions, set()
             try:
                 async with self._begin():
-                    await self._tx().touch(pending, self._pending_moment)
+                    await self._tx().touch(pending, self._pending_moment, sessions)
             except (sqlite3.Error, MemoryServerError) as exc:  # access statistics are not worth failing over
                 log.warning("could not record memory access: %s", exc)
 

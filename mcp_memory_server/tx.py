@@ -333,12 +333,19 @@ class Tx:
             "DELETE FROM memory_changes WHERE change <= (SELECT max(change) FROM memory_changes) - ?", (_LOG_KEEP,)
         )
 
-    async def touch(self, counts: Mapping[int, int], at: str) -> None:
-        """Add `counts[seq]` accesses to each memory and set its last access time (ISO 8601)."""
+    async def touch(self, counts: Mapping[int, int], at: str, sessions: Iterable[str] = ()) -> None:
+        """Add `counts[seq]` accesses to each memory and set its last access time (ISO 8601); the
+        sessions recalled with count as active at that time."""
         await self._conn.executemany(
             "UPDATE memories SET access_count = access_count + ?, last_accessed = ? WHERE seq = ? AND +namespace = ?",
             [(n, at, seq, self._ns) for seq, n in counts.items()],
         )
+        if sessions:
+            await self._conn.execute(
+                "UPDATE sessions SET updated_at = max(updated_at, ?) WHERE namespace = ?"
+                " AND session_id IN (SELECT value FROM json_each(?))",
+                (at, self._ns, json.dumps(sorted(sessions), ensure_ascii=False)),
+            )
 
     async def touch_session(self, session_id: str, moment: datetime) -> None:
         now = iso(moment)

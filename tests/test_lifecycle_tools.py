@@ -81,3 +81,18 @@ async def test_lifecycle_tools_are_described(config: Config, segmenter: Segmente
         assert annotations is not None and annotations.destructive_hint is False and annotations.read_only_hint is False
     assert tools["cleanup"].input_schema["properties"]["dry_run"]["default"] is True
     assert refused.is_error
+
+
+async def test_recalling_with_a_session_keeps_it_alive(service: MemoryService, config: Config) -> None:
+    from datetime import timedelta
+
+    from mcp_memory_server import lifecycle
+    from mcp_memory_server.rows import utcnow
+
+    await service.remember(content="用户这周在准备搬家到上海", importance=0.2, tier="working", session_id="busy")
+    _sql(config, f"UPDATE sessions SET updated_at = '{LONG_AGO}'")
+    await service.recall(query="搬家", session_id="busy")
+    await service.store.flush()
+    assert (await lifecycle.expire_sessions(service.store)).sessions == []  # active again
+    ended = await lifecycle.expire_sessions(service.store, now=utcnow() + timedelta(hours=1))
+    assert [s.session_id for s in ended.sessions] == ["busy"]
