@@ -3,14 +3,17 @@ of both protocol eras hear of it (handshake-era subscriptions, 2026-07-28 listen
 
 from __future__ import annotations
 
+import os
+import sys
 import warnings
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from mcp import Client
+from mcp import Client, StdioServerParameters
 from mcp.client.session import IncomingMessage
 from mcp.client.subscriptions import Subscription
 from mcp.shared.exceptions import MCPDeprecationWarning
@@ -32,6 +35,7 @@ from mcp_memory_server.sessions import Sessions
 
 pytestmark = pytest.mark.anyio
 
+ROOT = str(Path(__file__).resolve().parents[1])  # this checkout, whichever the venv installed
 WAIT = 5  # seconds for a notification to arrive; they come at once, this only bounds a failure
 
 
@@ -73,7 +77,7 @@ async def test_each_commit_reports_what_it_changed(service: MemoryService, chang
     assert changes == []
 
 
-async def test_archive_and_restore_are_reported(service: MemoryService, changes: list[Change]) -> None:
+async def test_archive_restore_and_session_expiry_are_reported(service: MemoryService, changes: list[Change]) -> None:
     await service.remember(content="Prefers tea to coffee", category="preference", session_id="s1")
     changes.clear()
     async with service.store.transaction() as tx:
@@ -86,6 +90,9 @@ async def test_archive_and_restore_are_reported(service: MemoryService, changes:
     assert changes.pop() == Change(
         frozenset({1}), frozenset({"preference"}), frozenset({"s1"}), listing=True, removed=False
     )
+    async with service.store.transaction() as tx:  # session expiry
+        await archive.end_session(tx, "s1")
+    assert changes.pop() == Change(frozenset(), frozenset(), frozenset({"s1"}), listing=False, removed=False)
 
 
 async def test_a_rolled_back_write_reports_nothing(service: MemoryService, changes: list[Change]) -> None:
@@ -303,3 +310,23 @@ async def test_a_client_that_stops_reading_delays_no_write_and_no_other_client(
                     await inbox.settle()
         await to_server.aclose()  # the silent client leaves
         await from_server.aclose()
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_over_stdio(tmp_path: Path, cache_dir: Path, mode: str) -> None:
+    """The same through a server subprocess (this checkout's code) on stdio, in either era."""
+    env = {**os.environ, "MCP_MEMORY_DB": str(tmp_path / "stdio.db"), "MCP_MEMORY_CACHE_DIR": str(cache_dir)}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, env.get("PYTHONPATH")]))
+    params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_memory_server"], env=env)
+    inbox = Inbox()
+    async with Client(params, mode=mode, message_handler=inbox) as client:
+        if mode == "legacy":
+            await subscribe(client, memory(1), STATS)
+            await call(client, "remember", content="Prefers tabs over spaces", category="coding_style")
+            await inbox.settle()
+            assert inbox.take() == (1, [memory(1)])
+        else:
+            async with client.listen(resources_list_changed=True, resource_subscriptions=[memory(1), STATS]) as sub:
+                await call(client, "remember", content="Prefers tabs over spaces", category="coding_style")
+                expected = {ResourcesListChanged(), ResourceUpdated(uri=memory(1)), *_stats()}
+                assert await events_until_stats(sub) == expected
