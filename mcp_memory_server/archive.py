@@ -260,3 +260,4 @@ async def promote(tx: Tx, seqs: Sequence[int]) -> None:
 
 async def end_session(tx: Tx, session_id: str) -> None:
     await tx.execute("DELETE FROM sessions WHERE namespace = ? AND session_id = ?", (tx.namespace, session_id))
+    tx.log_session(session_id)

@@ -15,6 +15,7 @@ from . import __version__, lifecycle, prompts
 from .app import AppState, carry_state
 from .config import Config
 from .errors import MemoryServerError
+from .notify import Notifier
 from .profile_tools import add_profile_tools
 from .prompt_handlers import add_prompts
 from .resources import add_resources
@@ -56,6 +57,7 @@ async def _maintain(store: Store, minutes: float) -> None:
 def build_server(config: Config, segmenter: Segmenter | None = None) -> MCPServer[AppState]:
     """A ready-to-run server; the database opens when it starts, jieba loads in the background."""
     seg = segmenter or Segmenter(config.cache_dir)
+    notifier = Notifier()
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[AppState]) -> AsyncIterator[AppState]:
@@ -63,6 +65,7 @@ def build_server(config: Config, segmenter: Segmenter | None = None) -> MCPServe
         async with Store(config, seg) as store, anyio.create_task_group() as tasks:
             # The search index is built in the background: start-up does not wait for it, and
             # the first recall usually finds it ready.
+            tasks.start_soon(notifier.run, store)
             tasks.start_soon(_warm, store)
             tasks.start_soon(_maintain, store, config.maintenance_minutes)
             service = MemoryService(store)
@@ -80,7 +83,9 @@ def build_server(config: Config, segmenter: Segmenter | None = None) -> MCPServe
         lifespan=lifespan,
         log_level=config.log_level,  # type: ignore[arg-type]
         middleware=[carry_state],
+        subscriptions=notifier.bus,
     )
+    notifier.install(server)
     add_memory_tools(server, config)
     add_session_tools(server)
     add_profile_tools(server)

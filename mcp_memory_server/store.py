@@ -8,7 +8,7 @@ import json
 import logging
 import random
 import sqlite3
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any
@@ -18,6 +18,7 @@ import anyio
 import anyio.to_thread
 
 from .bm25 import KeywordQuery
+from .changeset import Change, tell
 from .config import Config
 from .errors import MemoryServerError, StoreError
 from .live_index import LiveIndex
@@ -53,6 +54,8 @@ class Store:
         self._pending_sessions: set[str] = set()  # recalled with: still active (see lifecycle.py)
         self._pending_moment = ""
         self._flusher: asyncio.Task[None] | None = None
+        # Told what each commit changed (this process's writes), in the writer's call: see `tell`.
+        self.on_change: list[Callable[[Change], None]] = []
 
     async def __aenter__(self) -> Store:
         await self.open()
@@ -148,13 +151,17 @@ class Store:
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Tx]:
-        """One atomic write: everything done through the `Tx` commits together or not at all."""
+        """One atomic write: everything done through the `Tx` commits together or not at all;
+        after the commit, the `on_change` listeners learn what changed."""
         async with self._lock:
+            tx = self._tx()
             try:
                 async with self._begin():
-                    yield self._tx()
+                    yield tx
             except sqlite3.Error as exc:
                 raise StoreError(f"the write failed and was rolled back: {exc}") from exc
+        if (change := tx.change) is not None:
+            tell(self.on_change, change)
 
     @asynccontextmanager
     async def _read(self) -> AsyncIterator[aiosqlite.Connection]:

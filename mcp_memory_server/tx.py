@@ -15,6 +15,7 @@ from typing import Any
 import aiosqlite
 import anyio
 
+from .changeset import Change, Noted
 from .models import Draft, Memory
 from .rows import BM25, COLUMNS, M_COLUMNS, iso, row_to_memory
 from .tokens import fingerprint, normalize
@@ -94,6 +95,12 @@ class Tx:
         self._conn = conn
         self._ns = namespace
         self._index_fields = index_fields
+        self._noted = Noted()
+
+    @property
+    def change(self) -> Change | None:
+        """What this transaction has changed so far (memories, sessions); None when nothing."""
+        return self._noted.change()
 
     @property
     def conn(self) -> aiosqlite.Connection:
@@ -118,8 +125,22 @@ class Tx:
         return self._index_fields(_normalized(content), key, tags, category)
 
     async def log(self, seqs: Sequence[int]) -> None:
-        """Record memories that appeared, changed or went away, for every process's index."""
+        """Record memories that appeared, changed or went away, for every process's index and
+        for this process's change listeners (archived ones count as gone, live ones as appeared)."""
         await self._log(seqs)
+        rows = await self._conn.execute_fetchall(
+            "SELECT seq, category, session_id, 0 FROM memories WHERE seq IN (SELECT value FROM json_each(?))"
+            " UNION ALL SELECT seq, category, session_id, 1 FROM memory_archive"
+            " WHERE seq IN (SELECT value FROM json_each(?))",
+            (json.dumps(list(seqs)),) * 2,
+        )
+        self._noted.rows(r[:3] for r in rows)
+        self._noted.listing = True
+        self._noted.removed |= any(r[3] for r in rows)
+
+    def log_session(self, session_id: str) -> None:
+        """Record that a session's working memory changed or ended, for the change listeners."""
+        self._noted.sessions.add(session_id)
 
     # ---- memories ------------------------------------------------------------------------------
 
@@ -187,6 +208,8 @@ class Tx:
         seq = cursor.lastrowid
         assert seq is not None
         await self._log([seq])
+        self._noted.rows([(seq, draft.category, draft.session_id)])
+        self._noted.listing = True
         if draft.category in PROFILE_CATEGORIES:
             await self.profile_stale()
         await self._conn.execute(
@@ -236,6 +259,8 @@ class Tx:
         await self._prune_log()
         if any(d.category in PROFILE_CATEGORIES for d in drafts):
             await self.profile_stale()
+        self._noted.rows((seq, d.category, d.session_id) for seq, d in enumerate(drafts, first))
+        self._noted.listing = True
         return list(range(first, last + 1))
 
     def _batch_values(self, drafts: Sequence[Draft], first: int, now: str) -> tuple[list[Any], list[Any]]:
@@ -254,6 +279,9 @@ class Tx:
 
     async def replace(self, seq: int, draft: Draft, content_hash: str, moment: datetime, reason: str) -> Memory:
         """Overwrite a memory's value, keeping the old one in `memory_history`."""
+        self._noted.rows(  # the old category and session: their views lose this memory if they change
+            await self._conn.execute_fetchall("SELECT seq, category, session_id FROM memories WHERE seq = ?", (seq,))
+        )
         await self._conn.execute(
             "INSERT INTO memory_history (memory_seq, content, key, category, importance, confidence, tags, source,"
             " reason, changed_at) SELECT seq, content, key, category, importance, confidence, tags, source, ?, ?"
@@ -279,6 +307,7 @@ class Tx:
         )
         memory = await self.get(seq)
         assert memory is not None
+        self._noted.rows([(seq, memory.category, memory.session_id)])
         return memory
 
     async def history(self, seq: int) -> list[dict[str, Any]]:
@@ -297,10 +326,13 @@ class Tx:
             return []
         wanted = ",".join("?" * len(seqs))
         rows = await self._conn.execute_fetchall(
-            f"SELECT seq FROM memories WHERE +namespace = ? AND seq IN ({wanted})", (self._ns, *seqs)
+            f"SELECT seq, category, session_id FROM memories WHERE +namespace = ? AND seq IN ({wanted})",
+            (self._ns, *seqs),
         )
         found = [r[0] for r in rows]
         if found:
+            self._noted.rows(rows)
+            self._noted.listing = self._noted.removed = True
             marks = ",".join("?" * len(found))
             await self._conn.execute(f"DELETE FROM memory_history WHERE memory_seq IN ({marks})", found)
             await self._conn.execute(f"DELETE FROM memory_fts WHERE rowid IN ({marks})", found)
@@ -312,6 +344,7 @@ class Tx:
         )
         archived = [r[0] for r in rows]
         if archived:
+            self._noted.seqs.update(archived)  # the archive's count in the statistics
             marks = ",".join("?" * len(archived))
             await self._conn.execute(f"DELETE FROM memory_history_archive WHERE memory_seq IN ({marks})", archived)
             await self._conn.execute(f"DELETE FROM memory_archive WHERE seq IN ({marks})", archived)
@@ -348,6 +381,7 @@ class Tx:
             )
 
     async def touch_session(self, session_id: str, moment: datetime) -> None:
+        self._noted.sessions.add(session_id)
         now = iso(moment)
         await self._conn.execute(
             "INSERT INTO sessions (namespace, session_id, created_at, updated_at) VALUES (?, ?, ?, ?)"

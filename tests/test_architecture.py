@@ -27,6 +27,7 @@ RANKS = {
     "rows": 2,
     "validate": 3,
     "tx": 3,
+    "changeset": 1,
     "live_index": 3,
     "signals": 3,
     "store": 4,
@@ -47,6 +48,7 @@ RANKS = {
     "profile_tools": 9,
     "__init__": 7,
     "app": 8,
+    "notify": 8,
     "tools": 9,
     "resources": 9,
     "prompt_handlers": 9,
@@ -57,7 +59,17 @@ RANKS = {
     "__main__": 12,
 }
 # The MCP edge: the only modules that import the SDK.
-MCP_EDGE = {"app", "tools", "session_tools", "profile_tools", "resources", "prompt_handlers", "transports", "server"}
+MCP_EDGE = {
+    "app",
+    "tools",
+    "session_tools",
+    "profile_tools",
+    "resources",
+    "prompt_handlers",
+    "transports",
+    "server",
+    "notify",
+}
 # Third-party libraries that belong to exactly one module.
 OWNERS = {
     "mcp": MCP_EDGE,
