@@ -116,3 +116,15 @@ async def test_synthesize_profile_shows_core_memories_with_ids(client: Client) -
         "language_preferences",
         "active_projects",
     }
+
+
+async def test_synthesize_profile_answer_goes_to_refresh_profile(client: Client) -> None:
+    me = await _call(client, "remember", content="I'm a backend engineer in Hangzhou", category="identity")
+    blog = await _call(client, "remember", content="Migrating the blog to Hugo", category="project_state")
+    prompt = await _prompt(client, "synthesize_profile")
+    shape = _answer_shape(prompt)
+    # The model's answer in that shape, citing the ids the prompt showed (and one it made up).
+    answer = json.loads(json.dumps(shape).replace("mem_3", me["id"]).replace("mem_14", blog["id"]))
+    stored = await _call(client, "refresh_profile", profile=answer)
+    assert stored["method"] == "model" and stored["summary"]["sources"] == [me["id"]]  # mem_8 does not exist
+    assert stored["active_projects"][0]["sources"] == [blog["id"]]
