@@ -92,7 +92,7 @@ async def archive(tx: Tx, reasons: Mapping[int, str], at: str) -> list[int]:
         await tx.execute(f"DELETE FROM memory_fts WHERE rowid IN ({marks})", found)
         await tx.execute(f"DELETE FROM memories WHERE seq IN ({marks})", found)
         await tx.log(found)
-        await tx.profile_stale()  # it may cite what is gone
+        await tx.profile_forget(found)  # it may cite or quote what is gone
         moved += found
     return moved
 
@@ -132,6 +132,7 @@ async def restore(tx: Tx, seqs: Sequence[int], at: str) -> None:
         await tx.execute(f"DELETE FROM memory_history_archive WHERE memory_seq IN ({marks})", found)
         await tx.execute(f"DELETE FROM memory_archive WHERE seq IN ({marks})", found)
         await tx.log(found)
+        await tx.profile_stale()  # a restored memory may be about the user
 
 
 async def archived(tx: Tx, seqs: Sequence[int]) -> list[Archived]:
@@ -256,6 +257,7 @@ async def promote(tx: Tx, seqs: Sequence[int]) -> None:
             f"UPDATE memories SET tier = 'core' WHERE seq IN ({marks}) AND +namespace = ?", (*chunk, tx.namespace)
         )
         await tx.log(chunk)
+        await tx.profile_stale()  # core memories now: the profile may rest on them
 
 
 async def end_session(tx: Tx, session_id: str) -> None:

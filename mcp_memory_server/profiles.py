@@ -23,6 +23,7 @@ from pydantic import Field, ValidationError
 
 from .errors import InvalidInput
 from .models import Draft, Memory, Model
+from .profile_scrub import PROFILE_KEY
 from .retrieve import extract_keywords
 from .rows import COLUMNS, iso, row_to_memory, utcnow
 from .store import Store
@@ -40,7 +41,6 @@ __all__ = [
     "store_model_answer",
 ]
 
-PROFILE_KEY = "user.profile"
 FIELDS = ("domains", "high_value_signals", "low_value_signals", "active_projects")
 _CJK = re.compile(r"[\u3400-\u9fff]")
 _LATIN = re.compile(r"[A-Za-z]{3,}")
@@ -215,6 +215,8 @@ async def _save(store: Store, data: dict[str, Any], manual: Mapping[str, Any] | 
             memory = await tx.insert(draft, fingerprint(draft.content), now)
         elif existing.content != draft.content:
             memory = await tx.replace(int(existing.id[4:]), draft, fingerprint(draft.content), now, "updated")
+            # No history for the profile's text: it would keep what forgotten memories said.
+            await tx.execute("DELETE FROM memory_history WHERE memory_seq = ?", (int(memory.id[4:]),))
         else:
             memory = existing
         data = data | {"memory_id": memory.id, "synthesized_at": iso(now)}

@@ -17,6 +17,7 @@ import anyio
 
 from .changeset import Change, Noted
 from .models import Draft, Memory
+from .profile_scrub import scrub
 from .rows import BM25, COLUMNS, M_COLUMNS, iso, row_to_memory
 from .tokens import fingerprint, normalize
 
@@ -143,6 +144,10 @@ class Tx:
         self._noted.sessions.add(session_id)
 
     # ---- memories ------------------------------------------------------------------------------
+
+    async def profile_forget(self, seqs: Sequence[int]) -> None:
+        """Memories that went away (archived) leave the profile too: see profile_scrub.py."""
+        await scrub(self._conn, self._ns, seqs)
 
     async def profile_stale(self) -> None:
         """Mark the user profile for re-synthesis on its next read."""
@@ -338,7 +343,7 @@ class Tx:
             await self._conn.execute(f"DELETE FROM memory_fts WHERE rowid IN ({marks})", found)
             await self._conn.execute(f"DELETE FROM memories WHERE seq IN ({marks})", found)
             await self._log(found)
-            await self.profile_stale()  # it may cite what is gone
+            await scrub(self._conn, self._ns, found)  # the profile may cite or quote what is gone
         rows = await self._conn.execute_fetchall(
             f"SELECT seq FROM memory_archive WHERE +namespace = ? AND seq IN ({wanted})", (self._ns, *seqs)
         )

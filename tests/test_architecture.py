@@ -42,6 +42,7 @@ RANKS = {
     "logbook": 4,
     "sieve": 7,
     "profiles": 6,
+    "profile_scrub": 2,
     "strategy": 2,
     "sessions": 7,
     "session_tools": 9,
@@ -74,7 +75,7 @@ MCP_EDGE = {
 OWNERS = {
     "mcp": MCP_EDGE,
     "mcp_types": MCP_EDGE,
-    "aiosqlite": {"store", "tx", "live_index"},
+    "aiosqlite": {"store", "tx", "live_index", "profile_scrub"},
     "sqlite3": {"store"},
     "jieba": {"segmenter"},
     "numpy": {"bm25", "postings", "vocabulary"},

@@ -182,3 +182,24 @@ async def test_an_unusable_model_answer_falls_back_and_a_given_profile_is_stored
         edited = await client.call_tool("edit_profile", {"field": "domains", "action": "add", "text": "MLOps"})
         assert edited.structured_content is not None
         assert {"text": "MLOps", "sources": [], "manual": True} in edited.structured_content["domains"]
+
+
+async def test_forget_leaves_nothing_behind_in_the_profile(service: MemoryService) -> None:
+    """SPEC 5: a forgotten memory's words survive nowhere: not in the profile, not in the profile
+    memory (nor its history), not in what recall finds."""
+    tokyo = await service.remember(content="我住在东京，是不动产投资者", category="identity", importance=0.9)
+    await profiles.get_profile(service.store)
+    await service.remember(content="我是后端工程师，主要写 Go", category="identity", importance=0.8)
+    await profiles.get_profile(service.store)
+    await service.forget([tokyo.id])
+    peeked = await profiles.peek(service.store)
+    assert peeked is not None and "东京" not in peeked.model_dump_json()
+    assert all("东京" not in h.content for h in (await service.recall(query="东京")).hits)
+    db = sqlite3.connect(service.config.db_path)
+    try:
+        for table, column in (("memories", "content"), ("memory_history", "content"), ("profile", "data")):
+            assert not db.execute(f"SELECT 1 FROM {table} WHERE {column} LIKE '%东京%'").fetchall(), table
+    finally:
+        db.close()
+    again = await profiles.get_profile(service.store)
+    assert "东京" not in again.model_dump_json() and "后端工程师" in again.summary.text
