@@ -39,7 +39,8 @@ examples:
   mcp-memory-server --transport http         serve on http://127.0.0.1:8765/mcp
   mcp-memory-server search "咖啡"             what would recall return?
   mcp-memory-server stats                    counts, database path and size
-  mcp-memory-server import-markdown MEMORY.md add a MEMORY.md file's items as memories"""
+  mcp-memory-server import-markdown FILE     add a MEMORY.md file's items as memories
+  mcp-memory-server export-markdown --full   every core memory as MEMORY.md, untruncated"""
 )
 
 
@@ -108,6 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
         "export-markdown", parents=[_common(False)], help="write memory://MEMORY.md to a file or stdout"
     )
     exported.add_argument("file", nargs="?", help="where to write it (default: stdout)")
+    exported.add_argument("--full", action="store_true", help="leave nothing out, whatever the soft limit")
     return parser
 
 
@@ -127,10 +129,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return anyio.run(_search, config, args)
         if args.command == "import-markdown":
             report = anyio.run(_import_markdown, config, _read(args.file))
-            print(f"{args.file}: {report.lines} items, {len(report.created)} created, {report.present} already present")
+            print(f"{args.file}: {_import_summary(report)}")
             return 0
         if args.command == "export-markdown":
-            text = anyio.run(_export_markdown, config)
+            text = anyio.run(_export_markdown, config, args.full)
             if args.file is None:
                 sys.stdout.write(text)
             else:
@@ -206,6 +208,16 @@ async def _search(config: Config, args: argparse.Namespace) -> int:
     return 0
 
 
+def _import_summary(report: ImportReport) -> str:
+    summary = f"{report.lines} items, {len(report.created)} created, {report.present} already present"
+    if report.withheld:
+        summary += f", secrets withheld from {report.withheld}"
+    if report.refused:
+        lines = ", ".join(map(str, report.refused))
+        summary += f", left out as secrets: line{'s' if len(report.refused) > 1 else ''} {lines}"
+    return summary
+
+
 def _read(file: str) -> str:
     try:
         return Path(file).read_text(encoding="utf-8")
@@ -218,7 +230,7 @@ async def _import_markdown(config: Config, text: str) -> ImportReport:
         return await import_markdown(store, text)
 
 
-async def _export_markdown(config: Config) -> str:
+async def _export_markdown(config: Config, full: bool) -> str:
     _existing(config)
     async with Store(config, Segmenter(config.cache_dir)) as store:
-        return await render_store(store)
+        return await render_store(store, full=full)

@@ -57,7 +57,8 @@ def add_resources(server: MCPServer[AppState]) -> None:
         "memory://MEMORY.md",
         mime_type="text/markdown",
         description="The core memories as one Markdown file in four sections (events, preferences, todos, notes), "
-        "each line dated; over 5,000 characters the middle is left out and consolidation is due.",
+        "each line dated; over its soft limit (5,000 characters by default) the middle is left out and "
+        "consolidation is due.",
     )
     async def markdown_resource() -> str:
         return await resource_call(render_store(CURRENT.get().store))

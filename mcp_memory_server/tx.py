@@ -202,13 +202,18 @@ class Tx:
         )
         return [row_to_memory(r) for r in rows]
 
-    async def insert(self, draft: Draft, content_hash: str, moment: datetime) -> Memory:
+    async def insert(
+        self, draft: Draft, content_hash: str, moment: datetime, *, created: datetime | None = None
+    ) -> Memory:
+        """`created`: when the memory was first written down, if before `moment` (a dated line of
+        an imported file); it is then also the last change, and `moment` the last access."""
         now = iso(moment)
+        written = iso(created) if created is not None else now
         values = _draft_values(draft)
         cursor = await self._conn.execute(
             f"INSERT INTO memories (namespace, {_DRAFT_COLUMNS}, content_hash, created_at, updated_at, last_accessed,"
             " access_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
-            (self._ns, *values, content_hash, now, now, now),
+            (self._ns, *values, content_hash, written, written, now),
         )
         seq = cursor.lastrowid
         assert seq is not None
@@ -221,7 +226,7 @@ class Tx:
             "INSERT INTO memory_fts (rowid, content, key, tags, category) VALUES (?, ?, ?, ?, ?)",
             (seq, *self._index_fields(_normalized(draft.content), draft.key, draft.tags, draft.category)),
         )
-        return row_to_memory((seq, *values, now, now, now, 0))  # the row as written, in COLUMNS order
+        return row_to_memory((seq, *values, written, written, now, 0))  # the row as written, in COLUMNS order
 
     async def insert_many(self, drafts: Sequence[Draft], moment: datetime) -> list[int]:
         """Bulk insert; returns the new seqs in order.
