@@ -414,7 +414,7 @@ ENV_VARS: tuple[EnvVar, ...] = (
         "markdown_language",
         _markdown_language,
         "auto",
-        "Headings of memory://MEMORY.md: zh, en, or auto (Chinese when most core memories are).",
+        "Headings of memory://MEMORY.md: zh, en, or auto (Chinese when at least half the core memories are).",
     ),
     EnvVar(
         "MCP_MEMORY_MARKDOWN_LIMIT",
