@@ -1,0 +1,80 @@
+"""Many writers on one database file lose nothing: real server processes (the installed console
+script over stdio), each writing while others recall. Figures go to RELIABILITY.md."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import sys
+import uuid
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+pytestmark = pytest.mark.anyio
+
+WRITERS = 8
+WRITES = 250
+READERS = 2
+
+
+def _params(db: Path, cache_dir: Path) -> StdioServerParameters:
+    command = shutil.which("mcp-memory-server", path=str(Path(sys.executable).parent))
+    assert command, "the console script is installed next to the test interpreter"
+    env = {**os.environ, "MCP_MEMORY_DB": str(db), "MCP_MEMORY_CACHE_DIR": str(cache_dir)}
+    return StdioServerParameters(command=command, args=["--log-level", "WARNING"], env=env)
+
+
+def _content(writer: int, n: int) -> str:
+    # Random enough that no two writes are near-duplicates (which remember would merge).
+    token = uuid.uuid4().hex
+    return f"{token} 写入者 {writer} 第 {n} 条 {uuid.uuid4().hex[:12]}"
+
+
+async def test_eight_processes_write_2000_memories_while_others_recall(tmp_path: Path, cache_dir: Path) -> None:
+    db = tmp_path / "shared.db"
+    errors: list[str] = []
+    written: list[str] = []
+    done = anyio.Event()
+
+    async def writer(index: int) -> None:
+        async with Client(_params(db, cache_dir)) as client:
+            for n in range(WRITES):
+                result = await client.call_tool("remember", {"content": _content(index, n), "category": "note"})
+                if result.is_error or result.structured_content is None:
+                    errors.append(str(result.content))
+                elif result.structured_content["action"] != "created":
+                    errors.append(f"writer {index} write {n}: {result.structured_content['action']}")
+                else:
+                    written.append(result.structured_content["id"])
+
+    async def reader() -> None:
+        async with Client(_params(db, cache_dir)) as client:
+            while not done.is_set():
+                result = await client.call_tool("recall", {"query": "写入者 条"})
+                if result.is_error:
+                    errors.append(str(result.content))
+                await anyio.sleep(0.01)
+
+    with anyio.fail_after(300):
+        async with anyio.create_task_group() as readers:
+            for _ in range(READERS):
+                readers.start_soon(reader)
+            async with anyio.create_task_group() as writers:
+                for index in range(WRITERS):
+                    writers.start_soon(writer, index)
+            done.set()
+
+    assert errors == []
+    assert len(written) == len(set(written)) == WRITERS * WRITES
+    connection = sqlite3.connect(db)
+    try:
+        assert connection.execute("SELECT count(*) FROM memories").fetchone()[0] == WRITERS * WRITES
+        assert connection.execute("SELECT count(*) FROM memory_fts").fetchone()[0] == WRITERS * WRITES
+        assert connection.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    finally:
+        connection.close()
