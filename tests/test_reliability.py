@@ -78,3 +78,69 @@ async def test_eight_processes_write_2000_memories_while_others_recall(tmp_path:
         assert connection.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     finally:
         connection.close()
+
+
+def _crash_trials(db: Path, cache_dir: Path, trials: int) -> tuple[list[str], int]:
+    """Start a server, stream `remember` requests at it, SIGKILL it after a few answers; again and
+    again on one file. Returns the contents whose writes were acknowledged, and the answers seen."""
+    import json
+    import random
+    import signal
+    import subprocess
+
+    params = _params(db, cache_dir)
+    rng = random.Random(7)
+    acknowledged: list[str] = []
+    answers = 0
+    for trial in range(trials):
+        proc = subprocess.Popen(
+            [params.command, *params.args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=params.env,
+        )
+        assert proc.stdin and proc.stdout
+        hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "crash", "version": "0"}}
+        lines = [
+            {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        ]
+        contents = {n: _content(trial, n) for n in range(1, 41)}
+        for n, content in contents.items():
+            call = {"name": "remember", "arguments": {"content": content, "category": "note"}}
+            lines.append({"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": call})
+        proc.stdin.write(b"".join(json.dumps(line).encode() + b"\n" for line in lines))
+        proc.stdin.flush()
+        kill_after = rng.randint(1, 30)
+        seen = 0
+        while seen < kill_after:
+            raw = proc.stdout.readline()
+            if not raw:
+                break
+            answer = json.loads(raw)
+            if answer.get("id", 0) and not answer.get("result", {}).get("isError", True):
+                acknowledged.append(contents[answer["id"]])
+                seen += 1
+        proc.send_signal(signal.SIGKILL)  # mid-stream: later writes are in flight
+        proc.wait(timeout=30)
+        proc.stdin.close()
+        proc.stdout.close()
+        answers += seen
+    return acknowledged, answers
+
+
+async def test_a_writer_killed_mid_stream_loses_no_acknowledged_write(tmp_path: Path, cache_dir: Path) -> None:
+    db = tmp_path / "crash.db"
+    acknowledged, answers = await anyio.to_thread.run_sync(_crash_trials, db, cache_dir, 20)
+    assert answers == len(acknowledged) >= 20
+    connection = sqlite3.connect(db)
+    try:
+        assert connection.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        connection.execute("INSERT INTO memory_fts (memory_fts) VALUES ('integrity-check')")  # raises if not
+        stored = {row[0] for row in connection.execute("SELECT content FROM memories")}
+        indexed = connection.execute("SELECT count(*) FROM memory_fts").fetchone()[0]
+        assert indexed == len(stored)  # the full-text index agrees with the memories table
+        assert set(acknowledged) <= stored  # every write the client saw acknowledged is there
+    finally:
+        connection.close()
