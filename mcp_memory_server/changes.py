@@ -21,7 +21,7 @@ from .errors import InvalidInput
 from .models import Draft, Memory, Model, RememberAction
 from .redact import describe
 from .rows import memory_id, parse_id, utcnow
-from .service import MemoryService
+from .service import MemoryService, same_value
 from .tx import Tx
 
 __all__ = ["MANAGED_FIELDS", "MAX_OPS", "ApplyChangesResult", "ChangeOp", "ChangeOutcome", "apply_changes"]
@@ -208,14 +208,7 @@ async def _add(
     replacement = draft.model_copy(update=keep)
     seq = parse_id(target.id)
     assert seq is not None
-    unchanged = (
-        target.content == replacement.content
-        and target.category == replacement.category
-        and target.importance == replacement.importance
-        and target.source == replacement.source
-        and tuple(target.tags) == replacement.tags
-    )
-    if unchanged:
+    if same_value(target, replacement):
         return "unchanged", target.id
     await tx.replace(seq, replacement, digest, now, "updated")
     return "updated", target.id

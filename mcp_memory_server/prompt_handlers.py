@@ -10,24 +10,12 @@ from pydantic import Field
 
 from . import profiles, prompt_set, prompts
 from .app import AppState, Ctx, state
-from .models import Memory
 from .rows import iso, utcnow
 
 __all__ = ["add_prompts"]
 
 _RELATED = 10
 _CORE = 200
-
-
-def _brief(memory: Memory | Any) -> dict[str, Any]:
-    """A memory as a prompt shows it: `key` is what a change operation names it by."""
-    return {
-        "key": memory.key or memory.id,
-        "category": memory.category,
-        "content": memory.content,
-        "importance": round(memory.importance * 10),
-        "updated_at": iso(memory.updated_at)[:10],
-    }
 
 
 async def _related(ctx: Ctx, text: str, session_id: str | None = None) -> list[dict[str, Any]]:

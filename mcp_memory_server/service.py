@@ -20,12 +20,13 @@ from .store import Store
 from .tokens import fingerprint, fts_query, similarity
 from .tx import Tx
 
-__all__ = ["MemoryService"]
+__all__ = ["MemoryService", "same_value"]
 
 _NEAR_CANDIDATES = 10
 
 
-def _same_value(existing: Memory, draft: Draft) -> bool:
+def same_value(existing: Memory, draft: Draft) -> bool:
+    """Whether writing `draft` over `existing` would change nothing a reader sees."""
     return (
         existing.content == draft.content
         and existing.category == draft.category
@@ -158,7 +159,7 @@ class MemoryService:
             if existing is not None:
                 seq = parse_id(existing.id)
                 assert seq is not None
-                if _same_value(existing, draft):
+                if same_value(existing, draft):
                     return RememberResult(
                         id=existing.id,
                         action="unchanged",
@@ -179,7 +180,7 @@ class MemoryService:
         twin = next((m for m in await tx.by_hash(draft.category, digest) if compatible(m)), None)
         if twin is not None:
             merged = _merge(twin, draft.model_copy(update={"content": twin.content}))
-            if _same_value(twin, merged):
+            if same_value(twin, merged):
                 return RememberResult(
                     id=twin.id,
                     action="unchanged",

@@ -20,7 +20,18 @@ from mcp.server.mcpserver import MCPServer, Resolve, Sample
 from mcp_types import CreateMessageResult, ToolAnnotations
 from pydantic import Field
 
-from .app import AppState, Ctx, ask_client, client_name, modern, sample_request, sampled_text, state, tool_call
+from .app import (
+    AppState,
+    Ctx,
+    ask_client,
+    can_sample,
+    client_name,
+    modern,
+    sample_request,
+    sampled_text,
+    state,
+    tool_call,
+)
 from .sessions import MAX_TOPIC_CHARS, MAX_VARIABLES, SessionResult
 from .sieve import MAX_TOKENS, ExtractResult, Sieve
 from .strategy import Emotion
@@ -47,8 +58,7 @@ async def _deep_request(ctx: Ctx, user_message: str, assistant_message: str, ses
     sieve = state(ctx).sieve
     if sieve.small_talk(user_message, assistant_message):
         return _SMALL_TALK
-    capabilities = ctx.client_capabilities
-    if capabilities is None or capabilities.sampling is None:
+    if not can_sample(ctx):
         return _UNSUPPORTED
     if not modern(ctx):
         return _IN_BODY
