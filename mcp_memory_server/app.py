@@ -1,12 +1,12 @@
-"""What every MCP handler shares: the state the lifespan opens, the calling client's name, and
-the translation of our errors into the SDK's (tool errors become `isError` results)."""
+"""What every MCP handler shares: the state of the request's namespace (from the namespaces the
+lifespan opens), the calling client's name, and the translation of our errors into the SDK's (tool
+errors become `isError` results)."""
 
 # No `from __future__ import annotations`: the SDK evaluates the signatures that use `Ctx`.
 
 import logging
 from collections.abc import Awaitable
 from contextvars import ContextVar
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import anyio
@@ -15,15 +15,12 @@ from mcp.server.mcpserver import Context, Sample
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
-from mcp_types import CreateMessageRequest, CreateMessageResult, SamplingMessage, TextContent
+from mcp_types import INVALID_REQUEST, CreateMessageRequest, CreateMessageResult, SamplingMessage, TextContent
 from mcp_types.version import is_version_at_least
 
-from .config import Config
+from .access import request_namespace
 from .errors import MemoryServerError, NotFound
-from .service import MemoryService
-from .sessions import Sessions
-from .sieve import Sieve
-from .store import Store
+from .spaces import AppState, Spaces
 
 __all__ = [
     "CURRENT",
@@ -34,6 +31,7 @@ __all__ = [
     "carry_state",
     "client_name",
     "modern",
+    "namespace_state",
     "resource_call",
     "sample_request",
     "sampled_text",
@@ -48,25 +46,25 @@ _MODERN = "2026-07-28"  # from this protocol version on, sampling rides the call
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class AppState:
-    """What the lifespan opens once per process and every request uses."""
+Ctx = Context[Spaces]
 
-    config: Config
-    store: Store
-    service: MemoryService
-    sessions: Sessions
-    sieve: Sieve
-
-
-Ctx = Context[AppState]
-
-# Static resources are called without a Context; this carries the lifespan state to them.
+# Static resources are called without a Context; this carries the request's state to them.
 CURRENT: ContextVar[AppState] = ContextVar("mcp_memory_server_state")
 
 
+def namespace_state(ctx: ServerRequestContext[Spaces, Any]) -> AppState:
+    """The state of the namespace the request is served in: its token's (HTTP with tokens), else
+    the configured one. A request that should carry a token's namespace and does not is refused,
+    never served in the default namespace."""
+    spaces = ctx.lifespan_context
+    namespace = request_namespace(ctx.request)
+    if namespace is None and spaces.require_token:
+        raise MCPError(INVALID_REQUEST, "this request carries no authenticated namespace")
+    return spaces.get(namespace)
+
+
 async def carry_state(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-    token = CURRENT.set(ctx.lifespan_context)
+    token = CURRENT.set(namespace_state(ctx))
     try:
         return await call_next(ctx)
     finally:
@@ -74,7 +72,7 @@ async def carry_state(ctx: ServerRequestContext[Any, Any], call_next: CallNext) 
 
 
 def state(ctx: Ctx) -> AppState:
-    return ctx.request_context.lifespan_context
+    return namespace_state(ctx.request_context)
 
 
 def client_name(ctx: Ctx) -> str | None:

@@ -24,9 +24,8 @@ from .rows import memory_id, parse_id, utcnow
 from .service import MemoryService, same_value
 from .tx import Tx
 
-__all__ = ["MANAGED_FIELDS", "MAX_OPS", "ApplyChangesResult", "ChangeOp", "ChangeOutcome", "apply_changes"]
+__all__ = ["MANAGED_FIELDS", "ApplyChangesResult", "ChangeOp", "ChangeOutcome", "apply_changes"]
 
-MAX_OPS = 100
 # The seeds' program-managed fields (and ours): never taken from a model.
 MANAGED_FIELDS = frozenset(
     {
@@ -144,8 +143,7 @@ async def apply_changes(
 ) -> ApplyChangesResult:
     """Validate every operation, then apply them in order in one transaction; the first one that
     cannot be applied rolls everything back and its message names it."""
-    if len(ops) > MAX_OPS:
-        raise InvalidInput(f"{len(ops)} operations given; the limit is {MAX_OPS} per call.")
+    validate.batch(len(ops), service.config, "operations")
     ignored: set[str] = set()
     parsed = [_parse(raw, i, ignored) for i, raw in enumerate(ops, 1)]
     drafts: dict[int, tuple[Draft, str, str]] = {}

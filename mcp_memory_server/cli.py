@@ -12,11 +12,13 @@ from typing import Any
 import anyio
 
 from . import __version__
-from .config import ENV_VARS, Config
-from .errors import MemoryServerError, NotFound
+from .access import Access, new_token
+from .config import Config
+from .errors import InvalidInput, MemoryServerError, NotFound
 from .render import ImportReport, import_markdown, render_store
 from .segmenter import Segmenter
 from .service import MemoryService
+from .settings import ENV_VARS
 from .store import Store
 
 __all__ = ["main"]
@@ -37,6 +39,7 @@ _EPILOG = (
 examples:
   mcp-memory-server                          serve over stdio (for MCP clients)
   mcp-memory-server --transport http         serve on http://127.0.0.1:8765/mcp
+  mcp-memory-server token                    a new bearer token for MCP_MEMORY_TOKENS
   mcp-memory-server search "咖啡"             what would recall return?
   mcp-memory-server stats                    counts, database path and size
   mcp-memory-server import-markdown FILE     add a MEMORY.md file's items as memories
@@ -54,6 +57,12 @@ def _common(defaults: bool) -> argparse.ArgumentParser:
         metavar="PATH",
         default=d,
         help="SQLite database file (default: $MCP_MEMORY_DB or the platform data dir)",
+    )
+    parent.add_argument(
+        "--namespace",
+        metavar="NAME",
+        default=d,
+        help="whose memories: a namespace name (default: $MCP_MEMORY_NAMESPACE or the default namespace)",
     )
     parent.add_argument(
         "--log-level",
@@ -74,6 +83,19 @@ def _serve_options(parser: argparse.ArgumentParser, defaults: bool) -> None:
     )
     parser.add_argument("--host", default=d("127.0.0.1"), help="HTTP bind address (default: 127.0.0.1)")
     parser.add_argument("--port", type=int, default=d(8765), help="HTTP port (default: 8765)")
+    parser.add_argument(
+        "--tokens-file",
+        metavar="PATH",
+        default=d(None),
+        help="HTTP bearer tokens, one namespace:token a line (default: $MCP_MEMORY_TOKENS_FILE)",
+    )
+    parser.add_argument(
+        "--allow-unauthenticated",
+        action="store_true",
+        default=d(False),
+        help="serve HTTP on a non-loopback address without tokens (anyone who reaches it can read and change "
+        "every memory)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -90,6 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve = commands.add_parser("serve", parents=[_common(False)], help="serve MCP (the default)")
     _serve_options(serve, False)
     commands.add_parser("stats", parents=[_common(False)], help="print counts, database path and size as JSON")
+    commands.add_parser("token", help="print a new random bearer token for MCP_MEMORY_TOKENS")
     search = commands.add_parser(
         "search",
         parents=[_common(False)],
@@ -121,7 +144,15 @@ def _configure_logging(level: str) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        config = Config.from_env(db_path=args.db, log_level=args.log_level)
+        if args.command == "token":
+            print(new_token())
+            return 0
+        config = Config.from_env(
+            db_path=args.db,
+            log_level=args.log_level,
+            namespace=args.namespace,
+            tokens_file=getattr(args, "tokens_file", None),
+        )
         _configure_logging(config.log_level)
         if args.command == "stats":
             return anyio.run(_stats, config)
@@ -141,7 +172,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 except OSError as exc:
                     raise NotFound(f"cannot write {args.file}: {exc}") from exc
             return 0
-        return _serve(config, args.transport, args.host, args.port)
+        return _serve(config, args)
     except MemoryServerError as exc:
         print(f"mcp-memory-server: {exc}", file=sys.stderr)
         return 1
@@ -149,23 +180,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
-def _serve(config: Config, transport: str, host: str, port: int) -> int:
+def _serve(config: Config, args: argparse.Namespace) -> int:
     from .server import build_server, serve_http, serve_stdio  # imports mcp: only when serving
 
     log.info("mcp-memory-server %s, memory database: %s", __version__, config.db_path)
-    server = build_server(config)
-    if transport == "stdio":
-        anyio.run(serve_stdio, server)
+    if args.transport == "stdio":
+        anyio.run(serve_stdio, build_server(config))
         return 0
+    host, port = args.host, args.port
+    access = Access.load(config)
+    loopback = host in ("127.0.0.1", "localhost", "::1")
+    if access is None and not loopback and not args.allow_unauthenticated:
+        raise InvalidInput(
+            f"refusing to serve {host} without tokens: anyone who can reach it could read and change every "
+            "memory. Set MCP_MEMORY_TOKENS (see `mcp-memory-server token`), or pass --allow-unauthenticated "
+            "if something in front of the server checks who calls."
+        )
     url = f"http://{host}:{port}/mcp"
     log.info("serving MCP over streamable HTTP at %s", url)
+    if access is not None:
+        log.info("bearer token required; namespaces: %s", ", ".join(repr(n) for n in access.namespaces))
+    elif not loopback:
+        log.warning("listening on %s without tokens: anyone who can reach it can read and change the memories", host)
+    if not loopback:
+        accepted = ", ".join(("loopback", *config.allowed_hosts))
+        log.info("Host headers accepted: %s (MCP_MEMORY_ALLOWED_HOSTS adds more)", accepted)
     log.info(
         "try it: npx @modelcontextprotocol/inspector, then connect with transport 'Streamable HTTP' and URL %s", url
     )
-    if host not in ("127.0.0.1", "localhost", "::1"):
-        log.warning("listening on %s: anyone who can reach this address can read and change the memories", host)
-
-    anyio.run(serve_http, server, host, port)
+    anyio.run(serve_http, build_server(config, access=access), config, host, port, access)
     return 0
 
 

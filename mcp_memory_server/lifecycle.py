@@ -173,8 +173,7 @@ async def restore(store: Store, ids: Sequence[str], *, now: datetime | None = No
     (or re-key) the live memory first, or remember the archived content without its key."""
     if not ids:
         raise InvalidInput("ids is empty; give the ids of archived memories to restore, such as ['mem_12'].")
-    if len(ids) > validate.MAX_ID_LIST:
-        raise InvalidInput(f"{len(ids)} ids given; the limit is {validate.MAX_ID_LIST} per call.")
+    validate.batch(len(ids), store.config, "ids")
     seqs: dict[str, int | None] = {}
     for text in dict.fromkeys(i.strip() for i in ids):
         seq = parse_id(text)

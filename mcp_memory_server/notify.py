@@ -16,12 +16,16 @@ Both protocol eras of the SDK:
   advertises `resources.subscribe` and `resources.listChanged`.
 
 Only this process's writes are reported; another server process on the same database tells its
-own clients about its own writes.
+own clients about its own writes. A client hears only of its own namespace's changes: listen
+streams and handshake-era connections are tagged with the namespace of the request that opened
+them (its token's, over HTTP with tokens).
 """
 
 # No `from __future__ import annotations`, like the other modules that use the SDK's types.
 
 import logging
+from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any
 
 import anyio
@@ -33,6 +37,7 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChang
 from mcp_types import EmptyResult, SubscribeRequestParams, UnsubscribeRequestParams
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from .access import request_namespace
 from .changeset import Change
 from .rows import memory_id
 from .store import Store
@@ -64,6 +69,41 @@ def resources_changed(change: Change) -> tuple[bool, set[str]]:
     return change.listing, uris
 
 
+# The namespace of the request being handled, for the bus: the SDK's listen handler subscribes to
+# the bus without telling it who is listening.
+_LISTENER_NAMESPACE: ContextVar[str | None] = ContextVar("mcp_memory_server_listener_namespace", default=None)
+
+
+class _NamespacedBus(InMemorySubscriptionBus):
+    """The SDK's in-process bus, with each listener tagged by the namespace of the request that
+    subscribed it: `publish_to` reaches one namespace's listen streams only."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._namespaces: dict[Callable[[ServerEvent], None], str | None] = {}
+
+    def subscribe(self, listener: Callable[[ServerEvent], None]) -> Callable[[], None]:
+        namespace = _LISTENER_NAMESPACE.get()
+        tagged: Callable[[ServerEvent], None] = lambda event: listener(event)  # noqa: E731 - a new identity
+        self._namespaces[tagged] = namespace
+        unsubscribe = super().subscribe(tagged)
+
+        def forget() -> None:
+            self._namespaces.pop(tagged, None)
+            unsubscribe()
+
+        return forget
+
+    async def publish_to(self, namespace: str, event: ServerEvent) -> None:
+        for listener, owner in list(self._namespaces.items()):
+            if owner == namespace:
+                try:
+                    listener(event)
+                except Exception:  # one broken stream must not starve the others
+                    log.exception("a listen stream failed to take an event")
+        await anyio.lowlevel.checkpoint()
+
+
 class _Pending:
     """Changes not yet delivered, merged: notifications are level triggers ("read it again"), so a
     burst of writes while a slow client is served becomes one notification per resource."""
@@ -88,8 +128,9 @@ class _Peer:
     """A handshake-era connection: the URIs it subscribed to, and what it has yet to be told
     (while a send to it is under way, later changes wait here, merged)."""
 
-    def __init__(self, connection: Connection) -> None:
+    def __init__(self, connection: Connection, namespace: str) -> None:
         self.connection = connection
+        self.namespace = namespace
         self.subscribed: set[str] = set()
         self.pending = _Pending()
         self.sending = False
@@ -99,9 +140,10 @@ class Notifier:
     """The server's change notifications. `install` it on the server once; `run` it while the
     lifespan's store is open."""
 
-    def __init__(self) -> None:
+    def __init__(self, default_namespace: str = "") -> None:
+        self._default = default_namespace
         # Passed to MCPServer(subscriptions=...): the bus its `subscriptions/listen` streams read.
-        self.bus = InMemorySubscriptionBus()
+        self.bus = _NamespacedBus()
         # Handshake-era connections; each leaves when it closes.
         self._peers: dict[Connection, _Peer] = {}
 
@@ -127,19 +169,21 @@ class Notifier:
                     await pending.ready.wait()
                     listing, uris = pending.take()
                     try:
-                        await self._deliver(listing, uris, sending)
+                        await self._deliver(store.namespace, listing, uris, sending)
                     except Exception:  # notifications are advisory: the next change is delivered anyway
                         log.exception("change notifications could not be delivered")
         finally:
             store.on_change.remove(heard)
 
-    async def _deliver(self, listing: bool, uris: set[str], sending: anyio.abc.TaskGroup) -> None:
+    async def _deliver(self, namespace: str, listing: bool, uris: set[str], sending: anyio.abc.TaskGroup) -> None:
         events: list[ServerEvent] = [ResourcesListChanged()] if listing else []
         events += [ResourceUpdated(uri=uri) for uri in sorted(uris)]
         for event in events:
             # Each listen stream buffers what its filter admits; publishing never waits for a client.
-            await self.bus.publish(event)
+            await self.bus.publish_to(namespace, event)
         for peer in list(self._peers.values()):
+            if peer.namespace != namespace:
+                continue
             wanted = uris & peer.subscribed
             if peer.connection.initialized.is_set() and (listing or wanted):
                 peer.pending.add(listing, wanted)
@@ -181,16 +225,25 @@ class Notifier:
         if not isinstance(connection, Connection):
             return None
         if connection not in self._peers:
-            self._peers[connection] = _Peer(connection)
+            self._peers[connection] = _Peer(connection, self._namespace(ctx))
             connection.exit_stack.callback(self._peers.pop, connection, None)
         return connection
 
+    def _namespace(self, ctx: ServerRequestContext[Any, Any]) -> str:
+        namespace = request_namespace(ctx.request)
+        return self._default if namespace is None else namespace
+
     async def _track(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-        """Middleware: remembers handshake-era connections (they get resource list changes) and
-        adds `listChanged` to the resources capability `initialize` reports, which the SDK only
-        sets from options its transports never pass."""
+        """Middleware: remembers handshake-era connections (they get resource list changes), tags
+        listen streams with the request's namespace, and adds `listChanged` to the resources
+        capability `initialize` reports, which the SDK only sets from options its transports
+        never pass."""
         self._connection(ctx)
-        result = await call_next(ctx)
+        token = _LISTENER_NAMESPACE.set(self._namespace(ctx))
+        try:
+            result = await call_next(ctx)
+        finally:
+            _LISTENER_NAMESPACE.reset(token)
         if ctx.method == "initialize" and isinstance(result, dict):
             resources = result.get("capabilities", {}).get("resources")
             if isinstance(resources, dict):

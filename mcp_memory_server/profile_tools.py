@@ -14,7 +14,6 @@ from pydantic import Field
 from . import profiles, prompt_set
 from .app import (
     CURRENT,
-    AppState,
     Ctx,
     ask_client,
     can_sample,
@@ -27,6 +26,7 @@ from .app import (
 )
 from .errors import InvalidInput
 from .profiles import Profile
+from .spaces import Spaces
 
 __all__ = ["add_profile_tools"]
 
@@ -74,7 +74,7 @@ def _json_part(text: str) -> str:
     return text[start : end + 1] if 0 <= start < end else text
 
 
-def add_profile_tools(server: MCPServer[AppState]) -> None:
+def add_profile_tools(server: MCPServer[Spaces]) -> None:
     @server.tool(
         description=(
             "Synthesise the user profile again from the core memories: by your model when the client can sample, "

@@ -9,8 +9,9 @@ from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
 from . import profiles, prompt_set, prompts
-from .app import AppState, Ctx, state
+from .app import Ctx, state
 from .rows import iso, utcnow
+from .spaces import Spaces
 
 __all__ = ["add_prompts"]
 
@@ -33,7 +34,7 @@ async def _calibration(ctx: Ctx) -> str:
     return await app.sieve.calibration()
 
 
-def add_prompts(server: MCPServer[AppState]) -> None:
+def add_prompts(server: MCPServer[Spaces]) -> None:
     @server.prompt(
         title="Extract memories",
         description=(

@@ -6,13 +6,14 @@ import json
 
 from mcp.server.mcpserver import MCPServer
 
-from .app import CURRENT, AppState, Ctx, resource_call, state
+from .app import CURRENT, Ctx, resource_call, state
 from .render import render_store
+from .spaces import Spaces
 
 __all__ = ["add_resources"]
 
 
-def add_resources(server: MCPServer[AppState]) -> None:
+def add_resources(server: MCPServer[Spaces]) -> None:
     @server.resource(
         "memory://memories/{id}",
         mime_type="application/json",
@@ -30,7 +31,8 @@ def add_resources(server: MCPServer[AppState]) -> None:
         description="The 200 most recently updated memories of one category.",
     )
     async def category_resource(category: str, ctx: Ctx) -> str:
-        page = await resource_call(state(ctx).service.list_memories(category=category, limit=200))
+        service = state(ctx).service
+        page = await resource_call(service.list_memories(category=category, limit=min(200, service.config.max_page)))
         return page.model_dump_json(indent=2)
 
     @server.resource(

@@ -264,8 +264,7 @@ class MemoryService:
     async def forget(self, ids: Sequence[str]) -> ForgetResult:
         if not ids:
             raise InvalidInput("ids is empty; give the ids of the memories to forget, such as ['mem_12'].")
-        if len(ids) > validate.MAX_ID_LIST:
-            raise InvalidInput(f"{len(ids)} ids given; the limit is {validate.MAX_ID_LIST} per call.")
+        validate.batch(len(ids), self.config, "ids")
         wanted = list(dict.fromkeys(i.strip() for i in ids))
         seqs = {i: parse_id(i) for i in wanted}
         async with self.store.transaction() as tx:
@@ -285,14 +284,12 @@ class MemoryService:
         cursor: str | None = None,
         session_id: str | None = None,
     ) -> ListResult:
-        if not 1 <= limit <= 200:
-            raise InvalidInput(f"limit must be between 1 and 200, got {limit}.")
         page = await self.store.list_page(
             category=validate.category(category) if category else None,
             tier=validate.tier(tier) if tier else None,
             tags=validate.tags(tags, self.config) or None,
             order_by=order_by,
-            limit=limit,
+            limit=validate.page(limit, self.config),
             after=_decode_cursor(order_by, cursor) if cursor else None,
             session_id=validate.session_id(session_id),
         )

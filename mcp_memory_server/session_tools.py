@@ -21,7 +21,6 @@ from mcp_types import CreateMessageResult, ToolAnnotations
 from pydantic import Field
 
 from .app import (
-    AppState,
     Ctx,
     ask_client,
     can_sample,
@@ -34,6 +33,7 @@ from .app import (
 )
 from .sessions import MAX_TOPIC_CHARS, MAX_VARIABLES, SessionResult
 from .sieve import MAX_TOKENS, ExtractResult, Sieve
+from .spaces import Spaces
 from .strategy import Emotion
 from .validate import MAX_SESSION_CHARS
 
@@ -103,7 +103,7 @@ async def _extract(
     return await sieve.finish(only_fast, unsupported=True)
 
 
-def add_session_tools(server: MCPServer[AppState]) -> None:
+def add_session_tools(server: MCPServer[Spaces]) -> None:
     @server.tool(
         description=(
             "Record one conversation turn: counts it, sets the topic (recall with this session_id then favours "

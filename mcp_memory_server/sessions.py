@@ -113,5 +113,7 @@ class Sessions:
                 "that names them, and expire after a while without activity."
             )
         strategy = self.table.get(state.last_emotion or "neutral", self.table["neutral"])
-        page = await self.service.list_memories(session_id=state.session_id, limit=200)
+        page = await self.service.list_memories(
+            session_id=state.session_id, limit=min(200, self.service.config.max_page)
+        )
         return SessionView(session=state, strategy=strategy, memories=page.items)

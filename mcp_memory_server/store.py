@@ -40,16 +40,16 @@ log = logging.getLogger(__name__)
 class Store:
     """Memories in one SQLite file. Open with `async with Store(config, segmenter) as store`."""
 
-    def __init__(self, config: Config, segmenter: Segmenter, namespace: str = "") -> None:
+    def __init__(self, config: Config, segmenter: Segmenter, namespace: str | None = None) -> None:
         self.config = config
         self.segmenter = segmenter
-        self.namespace = namespace
+        self.namespace = config.namespace if namespace is None else namespace
         self._conn: aiosqlite.Connection | None = None
         self._peeker: sqlite3.Connection | None = None  # see `_peek`
         # One unit of work at a time on the connection: a transaction must not see another
         # coroutine's statements run inside it.
         self._lock = anyio.Lock()
-        self._live = LiveIndex(config, namespace)
+        self._live = LiveIndex(config, self.namespace)
         self._pending_touches: dict[int, int] = {}
         self._pending_sessions: set[str] = set()  # recalled with: still active (see lifecycle.py)
         self._pending_moment = ""

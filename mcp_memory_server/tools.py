@@ -11,16 +11,17 @@ from mcp_types import ToolAnnotations
 from pydantic import Field, WithJsonSchema
 
 from . import lifecycle
-from .app import AppState, Ctx, client_name, state, tool_call
-from .changes import MAX_OPS, ApplyChangesResult, ChangeOp, apply_changes
+from .app import Ctx, client_name, state, tool_call
+from .changes import ApplyChangesResult, ChangeOp, apply_changes
 from .config import Config
 from .models import CleanupResult, ForgetResult, ListResult, RecallResult, RememberResult, RestoreResult
-from .validate import MAX_ID_LIST, MAX_KEY_CHARS, MAX_SESSION_CHARS
+from .spaces import Spaces
+from .validate import MAX_KEY_CHARS, MAX_SESSION_CHARS
 
 __all__ = ["add_memory_tools"]
 
 
-def add_memory_tools(server: MCPServer[AppState], config: Config) -> None:
+def add_memory_tools(server: MCPServer[Spaces], config: Config) -> None:
     tag_item = Annotated[str, Field(min_length=1, max_length=config.max_tag_chars)]
     session_arg = Annotated[
         str | None,
@@ -135,7 +136,7 @@ def add_memory_tools(server: MCPServer[AppState], config: Config) -> None:
         ctx: Ctx,
         ids: Annotated[
             list[Annotated[str, Field(max_length=40)]],
-            Field(min_length=1, max_length=MAX_ID_LIST, description="Ids to delete, e.g. ['mem_12']."),
+            Field(min_length=1, max_length=config.max_batch, description="Ids to delete, e.g. ['mem_12']."),
         ],
     ) -> ForgetResult:
         return await tool_call(state(ctx).service.forget(ids))
@@ -156,7 +157,7 @@ def add_memory_tools(server: MCPServer[AppState], config: Config) -> None:
         order_by: Annotated[
             Literal["updated", "created", "importance", "accessed"], Field(description="Newest first by this field.")
         ] = "updated",
-        limit: Annotated[int, Field(ge=1, le=200, description="Page size.")] = 20,
+        limit: Annotated[int, Field(ge=1, le=config.max_page, description="Page size.")] = min(20, config.max_page),
         cursor: Annotated[str | None, Field(max_length=400, description="next_cursor of the previous page.")] = None,
         session_id: Annotated[
             str | None, Field(max_length=MAX_SESSION_CHARS, description="Only memories written in this conversation.")
@@ -194,8 +195,8 @@ def add_memory_tools(server: MCPServer[AppState], config: Config) -> None:
         ctx: Ctx,
         ops: Annotated[
             list[dict[str, Any]],
-            Field(min_length=1, max_length=MAX_OPS, description="The operations, applied in order."),
-            WithJsonSchema({"type": "array", "items": op_schema, "minItems": 1, "maxItems": MAX_OPS}),
+            Field(min_length=1, max_length=config.max_batch, description="The operations, applied in order."),
+            WithJsonSchema({"type": "array", "items": op_schema, "minItems": 1, "maxItems": config.max_batch}),
         ],
     ) -> ApplyChangesResult:
         return await tool_call(apply_changes(state(ctx).service, ops, client=client_name(ctx)))
@@ -228,7 +229,7 @@ def add_memory_tools(server: MCPServer[AppState], config: Config) -> None:
         ctx: Ctx,
         ids: Annotated[
             list[Annotated[str, Field(max_length=40)]],
-            Field(min_length=1, max_length=MAX_ID_LIST, description="Ids of archived memories, e.g. ['mem_12']."),
+            Field(min_length=1, max_length=config.max_batch, description="Ids of archived memories, e.g. ['mem_12']."),
         ],
     ) -> RestoreResult:
         return await tool_call(lifecycle.restore(state(ctx).store, ids))

@@ -7,33 +7,66 @@ import logging
 import os
 import stat
 import sys
+from collections.abc import Sequence
 from contextlib import suppress
-from typing import Self
+from typing import Any, Self
 
 import anyio
 import mcp_types
 from mcp.server.mcpserver import MCPServer
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.message import SessionMessage
 
-from .app import AppState
+from .access import Access, BearerGate
+from .config import Config
+from .spaces import Spaces
 
-__all__ = ["serve_http", "serve_stdio"]
+__all__ = ["http_app", "serve_http", "serve_stdio", "transport_security"]
 
 log = logging.getLogger(__name__)
 
 
-async def serve_http(server: MCPServer[AppState], host: str, port: int) -> None:
-    """Streamable HTTP at /mcp. uvicorn logs through the standard logging setup (stderr), not its
-    own default configuration, which would print access lines to stdout."""
+_LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
+
+
+def transport_security(allowed_hosts: Sequence[str]) -> TransportSecuritySettings:
+    """DNS-rebinding protection, always on: a request must name this server in its Host header
+    (loopback, or one of `allowed_hosts`), and a browser's Origin must be one of those hosts, so
+    a web page on another site cannot reach the server through a name it resolves to us."""
+    hosts: list[str] = []
+    origins: list[str] = []
+    for host in (*_LOOPBACK, *allowed_hosts):
+        has_port = host.rsplit(":", 1)[-1].isdigit() and not host.endswith("]")
+        patterns = [host] if has_port else [host, f"{host}:*"]
+        hosts += patterns
+        origins += [f"{scheme}://{pattern}" for scheme in ("http", "https") for pattern in patterns]
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
+
+
+def http_app(server: MCPServer[Spaces], config: Config, access: Access | None) -> Any:
+    """The ASGI app of HTTP mode: streamable HTTP at /mcp with its request-size limit and
+    DNS-rebinding protection, behind the bearer-token gate when tokens are configured."""
+    app = server.streamable_http_app(
+        streamable_http_path="/mcp",
+        max_request_body_size=config.max_body_bytes,
+        transport_security=transport_security(config.allowed_hosts),
+    )
+    return BearerGate(app, access) if access is not None else app
+
+
+async def serve_http(
+    server: MCPServer[Spaces], config: Config, host: str, port: int, access: Access | None = None
+) -> None:
+    """Serve `http_app`. uvicorn logs through the standard logging setup (stderr), not its own
+    default configuration, which would print access lines to stdout."""
     import uvicorn
 
-    app = server.streamable_http_app(streamable_http_path="/mcp", host=host)
     level = logging.getLogger().getEffectiveLevel()
-    config = uvicorn.Config(app, host=host, port=port, log_config=None, log_level=level)
-    await uvicorn.Server(config).serve()
+    settings = uvicorn.Config(http_app(server, config, access), host=host, port=port, log_config=None, log_level=level)
+    await uvicorn.Server(settings).serve()
 
 
-async def serve_stdio(server: MCPServer[AppState]) -> None:
+async def serve_stdio(server: MCPServer[Spaces]) -> None:
     """MCP over stdin/stdout. The SDK's stdio transport hands every line read, write and flush to
     a worker thread: three thread hand-offs per request, each a thread wake-up and a wait for the
     GIL. When stdin and stdout are pipes or sockets (how MCP clients start a server) the event

@@ -15,9 +15,9 @@ from .redact import describe, redact
 from .tokens import normalize
 
 __all__ = [
-    "MAX_ID_LIST",
     "MAX_KEY_CHARS",
     "MAX_SESSION_CHARS",
+    "batch",
     "category",
     "draft",
     "key",
@@ -30,7 +30,6 @@ __all__ = [
 
 MAX_KEY_CHARS = 200
 MAX_SESSION_CHARS = 200
-MAX_ID_LIST = 200
 _SEPARATORS = re.compile(r"[\s\-./]+")
 _SOURCES: tuple[str, ...] = get_args(Source)
 _TIERS: tuple[str, ...] = get_args(Tier)
@@ -120,6 +119,18 @@ def session_id(value: str | None) -> str | None:
     if len(cleaned) > MAX_SESSION_CHARS:
         raise InvalidInput(f"session_id is {len(cleaned)} characters; the limit is {MAX_SESSION_CHARS}.")
     return cleaned
+
+
+def batch(count: int, config: Config, what: str) -> None:
+    """One call's ids or operations: at most `max_batch` (MCP_MEMORY_MAX_BATCH)."""
+    if count > config.max_batch:
+        raise InvalidInput(f"{count} {what} given; the limit is {config.max_batch} per call.")
+
+
+def page(limit: int, config: Config) -> int:
+    if not 1 <= limit <= config.max_page:
+        raise InvalidInput(f"limit must be between 1 and {config.max_page}, got {limit}.")
+    return limit
 
 
 def unit(value: float, field: str) -> float:

@@ -4,52 +4,21 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
-import shutil
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from mcp import Client
 
+from .http_server import http_server as start
+
 pytestmark = pytest.mark.anyio
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture
 def http_server(tmp_path: Path, cache_dir: Path) -> Iterator[tuple[str, Path]]:
-    command = shutil.which("mcp-memory-server", path=str(Path(sys.executable).parent))
-    assert command
-    port = _free_port()
-    log = tmp_path / "stderr.log"
-    out = tmp_path / "stdout.log"
-    env = {**os.environ, "MCP_MEMORY_DB": str(tmp_path / "http.db"), "MCP_MEMORY_CACHE_DIR": str(cache_dir)}
-    with log.open("w") as err, out.open("w") as std:
-        proc = subprocess.Popen([command, "--transport", "http", "--port", str(port)], stdout=std, stderr=err, env=env)
-    try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                    break
-            except OSError:
-                time.sleep(0.05)
-        else:
-            pytest.fail(f"the HTTP server did not start:\n{log.read_text()}")
-        yield f"http://127.0.0.1:{port}/mcp", log
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-    assert out.read_text() == "", "nothing is printed on stdout, not even access logs"
+    with start(tmp_path, cache_dir) as served:
+        yield served.url, served.stderr
 
 
 async def test_http_mode_serves_the_same_tools(http_server: tuple[str, Path], tmp_path: Path) -> None:

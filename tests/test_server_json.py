@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 
 from mcp_memory_server import __version__
-from mcp_memory_server.config import ENV_VARS, Config, EnvVar
+from mcp_memory_server.config import Config
 from mcp_memory_server.errors import InvalidInput
+from mcp_memory_server.settings import ENV_VARS, EnvVar
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = "https://static.modelcontextprotocol.io/schemas/2025-12-11/server.schema.json"
@@ -83,7 +84,7 @@ def test_each_environment_variable_is_described_optional_and_has_its_real_defaul
         assert set(entry) <= INPUT_FIELDS, f"{var.name}: fields outside the schema {set(entry) - INPUT_FIELDS}"
         assert isinstance(entry["description"], str) and entry["description"], f"{var.name} has no description"
         assert entry["isRequired"] is False, f"{var.name}: the server runs without it"
-        assert entry["isSecret"] is False
+        assert entry["isSecret"] is var.secret
         assert entry.get("format", "string") in ("string", "number", "boolean", "filepath")
         if _is_literal(var):
             assert entry.get("default") == var.default, f"{var.name}: default should be {var.default!r}"

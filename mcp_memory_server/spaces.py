@@ -1,0 +1,141 @@
+"""The namespaces a server process serves, each opened once at start: its store, the services
+over it, and its background work (search index warm-up, maintenance, whatever the server adds).
+
+A stdio server serves one namespace (`MCP_MEMORY_NAMESPACE`, empty by default). An HTTP server
+with tokens serves the namespaces its tokens name, each request in the namespace of its own
+token (see access.py). Each namespace has a store of its own over the same database file: its own
+connection, its own in-memory search index, and queries that never leave the namespace.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Coroutine, Iterable
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from types import TracebackType
+
+import anyio
+import anyio.abc
+
+from . import lifecycle
+from .config import Config
+from .errors import MemoryServerError, NotFound
+from .segmenter import Segmenter
+from .service import MemoryService
+from .sessions import Sessions
+from .sieve import Sieve
+from .store import Store
+
+__all__ = ["AppState", "Background", "Spaces"]
+
+log = logging.getLogger(__name__)
+
+Background = Callable[[Store], Coroutine[object, object, None]]
+
+
+@dataclass(frozen=True)
+class AppState:
+    """One namespace's store and the services over it, which every request in it uses."""
+
+    config: Config
+    store: Store
+    service: MemoryService
+    sessions: Sessions
+    sieve: Sieve
+
+    @property
+    def namespace(self) -> str:
+        return self.store.namespace
+
+
+async def _warm(store: Store) -> None:
+    try:
+        await store.warm()
+    except MemoryServerError as exc:  # the first recall will try again and report it
+        log.warning("could not build the search index at start: %s", exc)
+
+
+async def _maintain(store: Store, minutes: float) -> None:
+    """Session expiry and cleanup at start, then every `minutes` (0: only at start) while serving."""
+    while True:
+        try:
+            await lifecycle.maintain(store)
+        except MemoryServerError as exc:  # another process may hold the database; try next time
+            log.warning("maintenance could not run: %s", exc)
+        if minutes <= 0:
+            return
+        await anyio.sleep(minutes * 60)
+
+
+class Spaces:
+    """`async with Spaces(...) as spaces`: every namespace open until the block ends.
+
+    `require_token`: requests are served only in the namespace a token gave them (HTTP with
+    tokens); a request that reached a handler without one is refused rather than served in the
+    default namespace."""
+
+    def __init__(
+        self,
+        config: Config,
+        segmenter: Segmenter,
+        namespaces: Iterable[str] = (),
+        *,
+        require_token: bool = False,
+        background: Iterable[Background] = (),
+    ) -> None:
+        self.config = config
+        self.segmenter = segmenter
+        self.default = config.namespace
+        self.require_token = require_token
+        self._names = tuple(dict.fromkeys(namespaces)) or (config.namespace,)
+        self._background = tuple(background)
+        self._open: dict[str, AppState] = {}
+        self._stack = AsyncExitStack()
+
+    async def __aenter__(self) -> Spaces:
+        try:
+            for namespace in self._names:
+                store = await self._stack.enter_async_context(Store(self.config, self.segmenter, namespace))
+                service = MemoryService(store)
+                self._open[namespace] = AppState(
+                    config=self.config, store=store, service=service, sessions=Sessions(service), sieve=Sieve(service)
+                )
+            # Entered after the stores, so on the way out the tasks are cancelled and awaited
+            # before the stores close under them.
+            tasks = await self._stack.enter_async_context(anyio.create_task_group())
+            self._stack.callback(tasks.cancel_scope.cancel)
+            for state in self._open.values():
+                self._start(tasks, state.store)
+        except BaseException:
+            await self._stack.aclose()
+            raise
+        if len(self._names) > 1 or self._names[0]:
+            log.info("serving namespaces: %s", ", ".join(repr(n) for n in self._names))
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._open.clear()
+        await self._stack.__aexit__(kind, exc, tb)
+
+    def _start(self, tasks: anyio.abc.TaskGroup, store: Store) -> None:
+        # The search index is built in the background: start-up does not wait for it, and the
+        # first recall usually finds it ready.
+        for job in self._background:
+            tasks.start_soon(job, store)
+        tasks.start_soon(_warm, store)
+        tasks.start_soon(_maintain, store, self.config.maintenance_minutes)
+
+    @property
+    def namespaces(self) -> tuple[str, ...]:
+        return self._names
+
+    def get(self, namespace: str | None = None) -> AppState:
+        """The namespace's state (the default namespace for None)."""
+        name = self.default if namespace is None else namespace
+        try:
+            return self._open[name]
+        except KeyError:
+            raise NotFound(f"namespace {name!r} is not served by this process") from None
