@@ -84,7 +84,10 @@ class _NamespacedBus(InMemorySubscriptionBus):
 
     def subscribe(self, listener: Callable[[ServerEvent], None]) -> Callable[[], None]:
         namespace = _LISTENER_NAMESPACE.get()
-        tagged: Callable[[ServerEvent], None] = lambda event: listener(event)  # noqa: E731 - a new identity
+
+        def tagged(event: ServerEvent) -> None:  # a callable of its own: one stream may subscribe twice
+            listener(event)
+
         self._namespaces[tagged] = namespace
         unsubscribe = super().subscribe(tagged)
 
