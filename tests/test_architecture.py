@@ -27,6 +27,7 @@ RANKS = {
     "rows": 2,
     "validate": 3,
     "tx": 3,
+    "access": 3,
     "changeset": 1,
     "live_index": 3,
     "signals": 3,
