@@ -1,4 +1,5 @@
-"""The `mcp-memory-server` command: serve (the default), stats, search, and MEMORY.md import and export."""
+"""The `mcp-memory-server` command: serve (the default), stats, search, backup, JSON export and import,
+and MEMORY.md import and export."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 import anyio
 
 from . import __version__
+from .backup import BackupReport, backup
 from .config import ENV_VARS, Config
 from .errors import MemoryServerError, NotFound
 from .render import ImportReport, import_markdown, render_store
@@ -39,6 +41,7 @@ examples:
   mcp-memory-server --transport http         serve on http://127.0.0.1:8765/mcp
   mcp-memory-server search "咖啡"             what would recall return?
   mcp-memory-server stats                    counts, database path and size
+  mcp-memory-server backup memory-copy.db    a consistent copy, safe while servers write
   mcp-memory-server import-markdown FILE     add a MEMORY.md file's items as memories
   mcp-memory-server export-markdown --full   every core memory as MEMORY.md, untruncated"""
 )
@@ -99,6 +102,13 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--limit", type=int, default=5, help="hits to show, 1-50 (default: 5)")
     search.add_argument("--category", help="only this category")
     search.add_argument("--json", action="store_true", help="print the full result as JSON")
+    backup = commands.add_parser(
+        "backup",
+        parents=[_common(False)],
+        help="copy the database consistently through SQLite's backup API, safe while servers write to it",
+    )
+    backup.add_argument("path", help="the backup file to write (written beside it first, then renamed)")
+    backup.add_argument("--force", action="store_true", help="replace PATH if it exists")
     imported = commands.add_parser(
         "import-markdown",
         parents=[_common(False)],
@@ -127,6 +137,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return anyio.run(_stats, config)
         if args.command == "search":
             return anyio.run(_search, config, args)
+        if args.command == "backup":
+            _existing(config)
+            copy = anyio.run(_backup, config, Path(args.path), args.force)
+            memories = f"{copy.memories:,} memor{'y' if copy.memories == 1 else 'ies'}"
+            print(f"backed up {config.db_path} to {copy.path}: {memories}, {copy.bytes:,} bytes")
+            return 0
         if args.command == "import-markdown":
             report = anyio.run(_import_markdown, config, _read(args.file))
             print(f"{args.file}: {_import_summary(report)}")
@@ -176,6 +192,10 @@ def _existing(config: Config) -> None:
             f"there is no memory database at {config.db_path}; check --db or MCP_MEMORY_DB "
             "(the server creates the database when it first starts)"
         )
+
+
+async def _backup(config: Config, path: Path, force: bool) -> BackupReport:
+    return await backup(config.db_path, path, force=force, busy_timeout_ms=config.busy_timeout_ms)
 
 
 async def _stats(config: Config) -> int:

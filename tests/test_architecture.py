@@ -23,6 +23,7 @@ RANKS = {
     "redact": 0,
     "bm25": 1,
     "config": 1,
+    "backup": 1,
     "tokens": 2,
     "rows": 2,
     "validate": 3,
@@ -76,7 +77,7 @@ MCP_EDGE = {
 OWNERS = {
     "mcp": MCP_EDGE,
     "mcp_types": MCP_EDGE,
-    "aiosqlite": {"store", "tx", "live_index", "profile_scrub"},
+    "aiosqlite": {"store", "tx", "live_index", "profile_scrub", "backup"},
     "sqlite3": {"store"},
     "jieba": {"segmenter"},
     "numpy": {"bm25", "postings", "vocabulary"},
