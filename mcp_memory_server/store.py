@@ -160,6 +160,17 @@ class Store:
             tell(self.on_change, change)
 
     @asynccontextmanager
+    async def snapshot(self) -> AsyncIterator[Tx]:
+        """Reads that see one state of the database, whatever other processes commit meanwhile
+        (an export): a deferred transaction, which in WAL mode takes no lock that writers wait on."""
+        async with self._read() as conn:
+            await conn.execute("BEGIN")
+            try:
+                yield self._tx()
+            finally:
+                await conn.execute("COMMIT")  # it wrote nothing: ending it cannot fail for want of a lock
+
+    @asynccontextmanager
     async def _read(self) -> AsyncIterator[aiosqlite.Connection]:
         async with self._lock:
             try:

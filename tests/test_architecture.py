@@ -57,6 +57,8 @@ RANKS = {
     "prompt_handlers": 9,
     "prompt_set": 1,
     "transports": 9,
+    "portable_format": 8,
+    "portable": 9,
     "server": 10,
     "cli": 11,
     "__main__": 12,
