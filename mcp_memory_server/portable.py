@@ -157,11 +157,19 @@ async def _import(tx: Tx, doc: Document, now: datetime) -> ImportReport:
     holders = await key_holders(tx, [r.draft.key for r in live if r.draft.key is not None])
     for record in live:
         key = record.draft.key
-        if key in holders:
+        if key is None or key not in holders:
+            continue
+        holder = memory_id(holders[key])
+        if holders[key] == record.seq:  # the file was made before (or after) this memory changed
             raise InvalidInput(
-                f"{record.where}.key: {key!r} is already the key of {memory_id(holders[key])} in this database,"
-                " a different memory; nothing was imported. Forget one of them, or change the key in the file."
+                f"{record.where}.key: {holder} holds {key!r} here with another value than the file's;"
+                f" nothing was imported, as an import never overwrites a memory. Forget {holder} first"
+                " to take the file's value."
             )
+        raise InvalidInput(
+            f"{record.where}.key: {key!r} is already the key of {holder} in this database, a different"
+            " memory; nothing was imported. Forget one of them, or change the key in the file."
+        )
     seqs = await _seqs(tx, new)
     await _insert(tx, new, seqs)
     if new:

@@ -100,6 +100,17 @@ async def test_a_key_held_here_stops_the_import(config: Config, segmenter: Segme
     assert _count(config.db_path) == 1 and _count(config.db_path, "sessions") == 0
 
 
+@pytest.mark.anyio
+async def test_a_memory_changed_since_the_export_is_not_overwritten(config: Config, segmenter: Segmenter) -> None:
+    text = await _source(config, segmenter)
+    async with Store(config, segmenter) as store:
+        await import_file(store, text)
+        await MemoryService(store).remember(content="我又搬回了杭州", category="identity", key="user.city")
+        with pytest.raises(InvalidInput, match=r"memories\[1\]\.key: mem_2 holds 'user.city' here with another"):
+            await import_file(store, text)
+        assert (await MemoryService(store).get("mem_2")).content == "我又搬回了杭州"
+
+
 def _file(**changes: Any) -> dict[str, Any]:
     memory = {
         "id": "mem_1",
