@@ -30,7 +30,7 @@ from .models import Draft
 from .profile_scrub import PROFILE_KEY
 from .profiles import FIELDS
 from .rows import iso, parse_id
-from .sessions import MAX_TOPIC_CHARS, MAX_VARIABLES
+from .sessions import MAX_TOPIC_CHARS, MAX_VARIABLES, MAX_VARIABLES_JSON
 from .tokens import fingerprint
 
 __all__ = ["FORMAT", "VERSION", "Document", "HistoryRow", "Record", "SessionRow", "read"]
@@ -251,10 +251,15 @@ def _session(item: Any, where: str) -> SessionRow:
     variables = _typed(fields["context_variables"], dict, where, "context_variables")
     if len(variables) > MAX_VARIABLES:
         raise InvalidInput(f"{where}.context_variables: {len(variables)} variables; the limit is {MAX_VARIABLES}.")
+    encoded = json.dumps(variables, ensure_ascii=False)
+    if len(encoded) > MAX_VARIABLES_JSON:
+        raise InvalidInput(
+            f"{where}.context_variables take {len(encoded):,} characters of JSON; the limit is {MAX_VARIABLES_JSON:,}."
+        )
     return SessionRow(
         session_id=sid,
         current_topic=topic,
-        context_variables=json.dumps(variables, ensure_ascii=False),
+        context_variables=encoded,
         turn_count=_count(fields["turn_count"], where, "turn_count"),
         last_emotion=_word(fields["last_emotion"], where, "last_emotion", optional=True),
         created_at=_time(fields["created_at"], where, "created_at"),
