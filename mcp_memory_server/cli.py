@@ -1,4 +1,5 @@
-"""The `mcp-memory-server` command: serve (the default), stats, search, and MEMORY.md import and export."""
+"""The `mcp-memory-server` command: serve (the default), stats, search, backup, JSON export and import,
+and MEMORY.md import and export."""
 
 from __future__ import annotations
 
@@ -13,8 +14,11 @@ import anyio
 
 from . import __version__
 from .access import Access, new_token
+from .backup import BackupReport, backup
 from .config import Config
 from .errors import InvalidInput, MemoryServerError, NotFound
+from .portable import FORMATS, export_json, import_file
+from .portable import ImportReport as JsonImportReport
 from .render import ImportReport, import_markdown, render_store
 from .segmenter import Segmenter
 from .service import MemoryService
@@ -42,6 +46,9 @@ examples:
   mcp-memory-server token                    a new bearer token for MCP_MEMORY_TOKENS
   mcp-memory-server search "咖啡"             what would recall return?
   mcp-memory-server stats                    counts, database path and size
+  mcp-memory-server backup memory-copy.db    a consistent copy, safe while servers write
+  mcp-memory-server export memories.json     every memory, archived ones and history, as JSON
+  mcp-memory-server import memories.json     load such a file (again: nothing changes)
   mcp-memory-server import-markdown FILE     add a MEMORY.md file's items as memories
   mcp-memory-server export-markdown --full   every core memory as MEMORY.md, untruncated"""
 )
@@ -122,6 +129,28 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--limit", type=int, default=5, help="hits to show, 1-50 (default: 5)")
     search.add_argument("--category", help="only this category")
     search.add_argument("--json", action="store_true", help="print the full result as JSON")
+    backup = commands.add_parser(
+        "backup",
+        parents=[_common(False)],
+        help="copy the database consistently through SQLite's backup API, safe while servers write to it",
+    )
+    backup.add_argument("path", help="the backup file to write (written beside it first, then renamed)")
+    backup.add_argument("--force", action="store_true", help="replace PATH if it exists")
+    exported_json = commands.add_parser(
+        "export",
+        parents=[_common(False)],
+        help="write every memory (archived ones, history, sessions, profile edits) as JSON, losslessly",
+    )
+    exported_json.add_argument("file", nargs="?", help="where to write it (default: stdout)")
+    imported_json = commands.add_parser(
+        "import",
+        parents=[_common(False)],
+        help="load a file written by export, all or nothing (again: nothing changes)",
+    )
+    imported_json.add_argument("file", help="the file to import")
+    imported_json.add_argument(
+        "--format", choices=FORMATS, default="json", help="the file's format: json, this server's export (default)"
+    )
     imported = commands.add_parser(
         "import-markdown",
         parents=[_common(False)],
@@ -158,19 +187,26 @@ def main(argv: Sequence[str] | None = None) -> int:
             return anyio.run(_stats, config)
         if args.command == "search":
             return anyio.run(_search, config, args)
+        if args.command == "backup":
+            _existing(config)
+            copy = anyio.run(_backup, config, Path(args.path), args.force)
+            memories = f"{copy.memories:,} memor{'y' if copy.memories == 1 else 'ies'}"
+            print(f"backed up {config.db_path} to {copy.path}: {memories}, {copy.bytes:,} bytes")
+            return 0
+        if args.command == "export":
+            _existing(config)
+            _write(args.file, anyio.run(_export, config))
+            return 0
+        if args.command == "import":
+            loaded = anyio.run(_import, config, _read(args.file), args.format)
+            print(f"{args.file}: {_json_summary(loaded)}")
+            return 0
         if args.command == "import-markdown":
             report = anyio.run(_import_markdown, config, _read(args.file))
             print(f"{args.file}: {_import_summary(report)}")
             return 0
         if args.command == "export-markdown":
-            text = anyio.run(_export_markdown, config, args.full)
-            if args.file is None:
-                sys.stdout.write(text)
-            else:
-                try:
-                    Path(args.file).write_text(text, encoding="utf-8")
-                except OSError as exc:
-                    raise NotFound(f"cannot write {args.file}: {exc}") from exc
+            _write(args.file, anyio.run(_export_markdown, config, args.full))
             return 0
         return _serve(config, args)
     except MemoryServerError as exc:
@@ -221,6 +257,10 @@ def _existing(config: Config) -> None:
         )
 
 
+async def _backup(config: Config, path: Path, force: bool) -> BackupReport:
+    return await backup(config.db_path, path, force=force, busy_timeout_ms=config.busy_timeout_ms)
+
+
 async def _stats(config: Config) -> int:
     _existing(config)
     async with Store(config, Segmenter(config.cache_dir)) as store:
@@ -263,9 +303,46 @@ def _import_summary(report: ImportReport) -> str:
 
 def _read(file: str) -> str:
     try:
-        return Path(file).read_text(encoding="utf-8")
+        return Path(file).read_text(encoding="utf-8-sig")  # a BOM, as some Windows editors write, is not text
     except (OSError, UnicodeDecodeError) as exc:
         raise NotFound(f"cannot read {file}: {exc}") from exc
+
+
+def _write(file: str | None, text: str) -> None:
+    """To stdout when no file is named (this is the CLI: stdout is not a protocol channel here)."""
+    if file is None:
+        sys.stdout.write(text)
+        return
+    try:
+        Path(file).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise NotFound(f"cannot write {file}: {exc}") from exc
+
+
+async def _export(config: Config) -> str:
+    async with Store(config, Segmenter(config.cache_dir)) as store:
+        return await export_json(store)
+
+
+async def _import(config: Config, text: str, file_format: str) -> JsonImportReport:
+    async with Store(config, Segmenter(config.cache_dir)) as store:
+        return await import_file(store, text, file_format=file_format)
+
+
+def _json_summary(report: JsonImportReport) -> str:
+    archived = f" and {report.archived} archived" if report.archived else ""
+    summary = f"{report.memories} memories{archived}, {len(report.created)} created, {report.present} already present"
+    if report.sessions_added or report.sessions_present:
+        summary += f", sessions: {report.sessions_added} added, {report.sessions_present} already present"
+    if report.profile_edits:
+        summary += ", profile edits added"
+    if report.withheld:
+        summary += f", secrets withheld from {report.withheld}"
+    if report.refused:
+        summary += f", left out as secrets: {', '.join(report.refused)}"
+    if report.renamed:
+        summary += ", ids taken here and changed: " + ", ".join(f"{a} -> {b}" for a, b in report.renamed.items())
+    return summary
 
 
 async def _import_markdown(config: Config, text: str) -> ImportReport:

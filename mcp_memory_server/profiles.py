@@ -28,6 +28,7 @@ from .retrieve import extract_keywords
 from .rows import COLUMNS, iso, row_to_memory, utcnow
 from .store import Store
 from .tokens import fingerprint
+from .tx import Tx
 
 __all__ = [
     "FIELDS",
@@ -37,6 +38,8 @@ __all__ = [
     "core_for_prompt",
     "edit_profile",
     "get_profile",
+    "manual_edits",
+    "merge_manual",
     "peek",
     "store_model_answer",
 ]
@@ -206,8 +209,7 @@ async def _save(store: Store, data: dict[str, Any], manual: Mapping[str, Any] | 
     now = utcnow()
     async with store.transaction() as tx:
         if manual is None:
-            rows = await tx.fetch("SELECT manual FROM profile WHERE namespace = ?", (tx.namespace,))
-            manual = json.loads(rows[0][0]) if rows else {}
+            manual = await manual_edits(tx)
         merged = _apply_manual(data, manual)
         draft = Draft(content=_text(merged), key=PROFILE_KEY, category="profile", importance=0.9, source="system")
         existing = await tx.by_key(PROFILE_KEY)
@@ -359,6 +361,38 @@ async def edit_profile(store: Store, field: str, action: Edit, text: str) -> Pro
     assert data is not None
     await _save(store, data, manual)
     return await get_profile(store)
+
+
+async def manual_edits(tx: Tx) -> dict[str, Any]:
+    """The manual edits as `edit_profile` keeps them: {summary, language_preferences, added:
+    {field: [texts]}, removed: {field: [texts]}}, each part only once it has been edited."""
+    rows = await tx.fetch("SELECT manual FROM profile WHERE namespace = ?", (tx.namespace,))
+    return json.loads(rows[0][0]) if rows else {}
+
+
+async def merge_manual(tx: Tx, edits: Mapping[str, Any], now: datetime) -> bool:
+    """Add manual edits from elsewhere (an import) to these: texts added or removed are united,
+    and a summary or language preference is taken only where none was set by hand here. Marks
+    the profile stale when that changes anything; returns whether it did."""
+    current = await manual_edits(tx)
+    merged = json.loads(json.dumps(current))
+    for part in ("added", "removed"):
+        for field, texts in edits.get(part, {}).items():
+            kept = merged.setdefault(part, {}).setdefault(field, [])
+            kept += [text for text in texts if text not in kept]
+    for field in ("summary", "language_preferences"):
+        if edits.get(field) and not merged.get(field):
+            merged[field] = edits[field]
+    if merged == current:
+        return False
+    # A profile not synthesised yet gets an empty one, stale: the next read synthesises it.
+    empty = {"summary": _item(""), "language_preferences": _item(""), "method": "none"} | {f: [] for f in FIELDS}
+    await tx.execute(
+        "INSERT INTO profile (namespace, data, manual, stale, updated_at) VALUES (?, ?, ?, 1, ?)"
+        " ON CONFLICT (namespace) DO UPDATE SET manual = excluded.manual, stale = 1, updated_at = excluded.updated_at",
+        (tx.namespace, json.dumps(empty, ensure_ascii=False), json.dumps(merged, ensure_ascii=False), iso(now)),
+    )
+    return True
 
 
 async def core_for_prompt(store: Store, limit: int = 200) -> list[dict[str, Any]]:

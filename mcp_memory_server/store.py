@@ -3,12 +3,11 @@ the full-text index, which is kept in sync inside the same transaction as every 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import random
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any
@@ -20,19 +19,19 @@ import anyio.to_thread
 from .bm25 import KeywordQuery
 from .changeset import Change, tell
 from .config import Config
-from .errors import MemoryServerError, StoreError
+from .errors import StoreError
 from .live_index import LiveIndex
 from .models import Memory, SessionState, Stats
 from .rows import M_COLUMNS, ORDER_COLUMNS, Candidate, Page, filters, iso, row_to_memory, utcnow
 from .schema import MIGRATIONS
 from .segmenter import Segmenter
 from .tokens import INDEX_VERSION, index_text, like_pattern
+from .tracking import Accesses
 from .tx import Tx
 
 __all__ = ["Store"]
 
 _BEGIN_ATTEMPTS = 8
-_TOUCH_DELAY = 0.5  # seconds between a recall and the write of its access statistics
 
 log = logging.getLogger(__name__)
 
@@ -50,10 +49,7 @@ class Store:
         # coroutine's statements run inside it.
         self._lock = anyio.Lock()
         self._live = LiveIndex(config, self.namespace)
-        self._pending_touches: dict[int, int] = {}
-        self._pending_sessions: set[str] = set()  # recalled with: still active (see lifecycle.py)
-        self._pending_moment = ""
-        self._flusher: asyncio.Task[None] | None = None
+        self._accesses = Accesses(self._lock, self._write_touches, lambda: self._conn is not None)
         # Told what each commit changed (this process's writes), in the writer's call: see `tell`.
         self.on_change: list[Callable[[Change], None]] = []
 
@@ -164,6 +160,17 @@ class Store:
             tell(self.on_change, change)
 
     @asynccontextmanager
+    async def snapshot(self) -> AsyncIterator[Tx]:
+        """Reads that see one state of the database, whatever other processes commit meanwhile
+        (an export): a deferred transaction, which in WAL mode takes no lock that writers wait on."""
+        async with self._read() as conn:
+            await conn.execute("BEGIN")
+            try:
+                yield self._tx()
+            finally:
+                await conn.execute("COMMIT")  # it wrote nothing: ending it cannot fail for want of a lock
+
+    @asynccontextmanager
     async def _read(self) -> AsyncIterator[aiosqlite.Connection]:
         async with self._lock:
             try:
@@ -256,7 +263,7 @@ class Store:
                 if (rows[0][0] or 0) == self._live.change:
                     break
                 index = await self._live.sync(conn, (rows[0][0] or 0, rows[0][1] or 0))
-        by_seq = {r[2]: self._with_pending(r[2:]) for r in rows if r[2] is not None}
+        by_seq = {r[2]: self._accesses.with_pending(r[2:]) for r in rows if r[2] is not None}
         found = [Candidate(by_seq[seq], score) for seq, score in ranked if seq in by_seq]
         return found[:limit]
 
@@ -293,7 +300,7 @@ class Store:
                 f"WHERE m.namespace = ?{where}) WHERE found > 0 ORDER BY found DESC, updated_at DESC LIMIT ?",
                 (*patterns, self.namespace, *args, limit),
             )
-        return [Candidate(self._with_pending(r), float(r[15]) / len(terms)) for r in rows]
+        return [Candidate(self._accesses.with_pending(r), float(r[15]) / len(terms)) for r in rows]
 
     async def list_page(
         self,
@@ -393,50 +400,21 @@ class Store:
             newest=datetime.fromisoformat(span[1]) if span and span[1] else None,
         )
 
-    # ---- small writes that need no decision ---------------------------------------------------
+    # ---- access tracking (tracking.py) ----------------------------------------------------------
 
     def touch(self, seqs: Sequence[int], moment: datetime, session_id: str | None = None) -> None:
-        """Access tracking after recall (count and time of last access, not `updated_at`).
-
-        Written by a background task up to `_TOUCH_DELAY` later, so a recall never waits for a write
-        and a burst of recalls shares one transaction. Until then this process's searches add the
-        pending counts to the rows they read, so ranking does not depend on when the write lands.
-        `flush()` writes now; `close()` flushes."""
-        for seq in seqs:
-            self._pending_touches[seq] = self._pending_touches.get(seq, 0) + 1
-        if session_id is not None:
-            self._pending_sessions.add(session_id)
-        self._pending_moment = iso(moment)
-        if (self._pending_touches or self._pending_sessions) and self._flusher is None:
-            self._flusher = asyncio.get_running_loop().create_task(self._flush_later())
+        """Access tracking after recall: written in the background (see tracking.py); `flush()`
+        writes now and `close()` flushes."""
+        self._accesses.record(seqs, moment, session_id)
 
     async def flush(self) -> None:
         """Write every access recorded so far."""
-        flusher, self._flusher = self._flusher, None
-        if flusher is not None:
-            flusher.cancel()
-        await self._write_touches()
+        await self._accesses.flush()
 
-    async def _flush_later(self) -> None:
-        await asyncio.sleep(_TOUCH_DELAY)
-        self._flusher = None
-        await self._write_touches()
-
-    async def _write_touches(self) -> None:
-        if not (self._pending_touches or self._pending_sessions) or self._conn is None:
-            return
-        async with self._lock:
-            pending, self._pending_touches = self._pending_touches, {}
-            sessions, self._pending_sessions = self._pending_sessions, set()
-            try:
-                async with self._begin():
-                    await self._tx().touch(pending, self._pending_moment, sessions)
-            except (sqlite3.Error, MemoryServerError) as exc:  # access statistics are not worth failing over
-                log.warning("could not record memory access: %s", exc)
-
-    def _with_pending(self, row: Sequence[Any]) -> tuple[Any, ...]:
-        """A memory row with this process's not-yet-written accesses added."""
-        extra = self._pending_touches.get(row[0])
-        if not extra:
-            return tuple(row[:15])
-        return (*row[:13], self._pending_moment, row[14] + extra)
+    async def _write_touches(self, counts: Mapping[int, int], at: str, sessions: set[str]) -> None:
+        """One batch of accesses in a transaction of its own; the caller holds the lock."""
+        try:
+            async with self._begin():
+                await self._tx().touch(counts, at, sessions)
+        except sqlite3.Error as exc:
+            raise StoreError(f"the write failed and was rolled back: {exc}") from exc

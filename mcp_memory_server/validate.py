@@ -19,6 +19,7 @@ __all__ = [
     "MAX_SESSION_CHARS",
     "batch",
     "category",
+    "client_name",
     "draft",
     "key",
     "screen",
@@ -133,6 +134,11 @@ def page(limit: int, config: Config) -> int:
     return limit
 
 
+def client_name(value: str | None) -> str | None:
+    """The MCP client's name as it reported it, cut to 100 characters (it is only shown)."""
+    return _clean(value)[:100] or None if value else None
+
+
 def unit(value: float, field: str) -> float:
     if not 0.0 <= value <= 1.0:  # also rejects NaN
         raise InvalidInput(f"{field} must be between 0.0 and 1.0, got {value}.")
@@ -185,5 +191,5 @@ def draft(
         source=source(source_name),
         tags=tags(tag_list, config),
         session_id=session_id(session),
-        client=_clean(client)[:100] or None if client else None,
+        client=client_name(client),
     )

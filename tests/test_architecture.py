@@ -25,6 +25,8 @@ RANKS = {
     "bm25": 1,
     "settings": 1,
     "config": 2,
+    "backup": 1,
+    "tracking": 3,
     "tokens": 2,
     "rows": 2,
     "validate": 3,
@@ -61,6 +63,8 @@ RANKS = {
     "server": 11,
     "cli": 12,
     "__main__": 13,
+    "portable_format": 8,
+    "portable": 9,
 }
 # The MCP edge: the only modules that import the SDK.
 MCP_EDGE = {
@@ -78,7 +82,7 @@ MCP_EDGE = {
 OWNERS = {
     "mcp": MCP_EDGE,
     "mcp_types": MCP_EDGE,
-    "aiosqlite": {"store", "tx", "live_index", "profile_scrub"},
+    "aiosqlite": {"store", "tx", "live_index", "profile_scrub", "backup"},
     "sqlite3": {"store"},
     "jieba": {"segmenter"},
     "numpy": {"bm25", "postings", "vocabulary"},
