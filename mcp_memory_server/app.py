@@ -15,11 +15,11 @@ from mcp.server.mcpserver import Context, Sample
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
-from mcp_types import CreateMessageRequest, CreateMessageResult, SamplingMessage, TextContent
+from mcp_types import INVALID_PARAMS, CreateMessageRequest, CreateMessageResult, SamplingMessage, TextContent
 from mcp_types.version import is_version_at_least
 
 from .config import Config
-from .errors import MemoryServerError, NotFound
+from .errors import InvalidInput, MemoryServerError, NotFound
 from .service import MemoryService
 from .sessions import Sessions
 from .sieve import Sieve
@@ -96,6 +96,8 @@ async def resource_call(call: Awaitable[T]) -> T:
         return await call
     except NotFound as exc:
         raise ResourceNotFoundError(str(exc)) from exc
+    except InvalidInput as exc:  # the client's mistake: invalid params, not an internal error
+        raise MCPError(code=INVALID_PARAMS, message=str(exc)) from exc
     except MemoryServerError as exc:
         raise ResourceError(str(exc)) from exc
 
