@@ -335,3 +335,34 @@ def segment(value: Strategy) -> Strategy:
 def resource_uris(templates: Mapping[str, Strategy] = TEMPLATES) -> Strategy:
     filled = [segment(value).map(lambda s, t=template: t.split("{")[0] + s) for template, value in templates.items()]
     return weighted((3, st.sampled_from(STATIC)), (8, st.one_of(*filled)), (1, st.sampled_from(ODD_URIS)))
+
+
+# ---- answers of the client's model (sampling) ------------------------------------------------
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, allow_nan=True)  # NaN and Infinity: not JSON
+
+
+model_items = st.fixed_dictionaries(
+    {
+        "content": hostile(text(2000, 2001)),
+        "category": hostile(categories),
+        "importance": hostile(st.one_of(st.integers(-1, 12), units)),
+        "source": hostile(sources),
+    },
+    optional={"tags": hostile(tag_lists), "tier": hostile(st.just("working")), "extra": json_values},
+)
+extraction = st.lists(model_items, max_size=4).map(lambda items: _dumps({"memories": items}))
+# What a model answers: the JSON asked for, fenced or after some words, cut short, another shape,
+# prose, or nothing at all.
+model_answers = weighted(
+    (3, extraction),
+    (1, extraction.map(lambda a: f"```json\n{a}\n```")),
+    (3, profiles.map(_dumps).map(lambda a: f"Here it is:\n{a}")),
+    (1, st.tuples(extraction, st.integers(0, 40)).map(lambda p: p[0][: p[1]])),
+    (1, json_values.map(_dumps)),
+    (1, hostile_text),
+    (1, sized(100_000)),
+)
+user_messages = st.tuples(st.sampled_from(SIGNALS), hostile_text).map("".join)
