@@ -39,7 +39,7 @@ async def _calibration(ctx: Ctx) -> str:
     return await app.sieve.calibration()
 
 
-def _argument_check(server: MCPServer[AppState]) -> ServerMiddleware[Any]:
+def _argument_check(server: MCPServer[Any]) -> ServerMiddleware[Any]:
     """Middleware: a prompt asked for by a name that does not exist, without an argument it
     requires or with one it does not take is the client's mistake, said as invalid params (the
     SDK reports all three as an internal error)."""

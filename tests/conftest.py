@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -14,17 +13,17 @@ from mcp_memory_server.segmenter import Segmenter
 from mcp_memory_server.service import MemoryService
 from mcp_memory_server.store import Store
 
-# Hypothesis (tests/test_hostile_input.py): "ci", the default, draws the same examples on every run
-# and keeps no example database, so a failure in CI fails again on any machine; HYPOTHESIS_PROFILE=
-# explore draws new ones each run and remembers failures in .hypothesis/.
-_HYPOTHESIS = {
+# Hypothesis profiles of tests/test_hostile_input.py, registered here and used only there (other
+# tests keep Hypothesis's defaults). "hostile-ci" draws the same examples on every run and keeps no
+# example database, so a failure in CI fails again on any machine; "hostile-explore"
+# (HOSTILE_PROFILE=explore) draws new ones each run and remembers failures in .hypothesis/.
+_HOSTILE = {
     "deadline": None,  # a call's bound is the test's own (anyio.fail_after), not a per-example deadline
     "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
     "print_blob": True,
 }
-settings.register_profile("ci", derandomize=True, database=None, **_HYPOTHESIS)
-settings.register_profile("explore", derandomize=False, **_HYPOTHESIS)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+settings.register_profile("hostile-ci", derandomize=True, database=None, **_HOSTILE)
+settings.register_profile("hostile-explore", derandomize=False, **_HOSTILE)
 
 
 @pytest.fixture

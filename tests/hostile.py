@@ -105,7 +105,7 @@ def weighted(*options: tuple[int, Strategy]) -> Strategy:
 def hostile(valid: Strategy) -> Strategy:
     """Values of the right type most of the time (themselves often hostile), else hostile text or
     a value of the wrong JSON type."""
-    return weighted((16, valid), (2, hostile_text), (2, json_values))
+    return weighted((18, valid), (1, hostile_text), (1, json_values))
 
 
 # ---- ids, categories, sessions ---------------------------------------------------------------
@@ -129,9 +129,21 @@ KEYS = ("user.city", "user.name", "user.editor", "mem_1", "mem_2", "mem_3", "mem
 keys = st.one_of(st.sampled_from(KEYS), ids, hostile_text)
 SOURCES = ("user", "assistant", "both", "system", "manual", "inferred", "用户输入", "AI输出", "USER", " user ", "bot")
 sources = weighted((3, st.sampled_from(SOURCES[:8])), (1, st.sampled_from(SOURCES)), (1, hostile_text))
-tag_lists = st.lists(
-    st.one_of(st.sampled_from(("饮品", "work", "Work", " work ", "t" * 40, "t" * 41, "")), hostile_text), max_size=5
-) | st.just([f"t{i}" for i in range(21)])
+tag_lists = weighted(
+    (
+        8,
+        st.lists(
+            weighted(
+                (6, st.sampled_from(("饮品", "work", "Work", " work ", "咖啡 拿铁", "c++"))),
+                (1, st.sampled_from(("t" * 40, "t" * 41, ""))),
+                (2, st.text(max_size=8)),
+                (1, hostile_text),
+            ),
+            max_size=5,
+        ),
+    ),
+    (1, st.just([f"t{i}" for i in range(21)])),
+)
 units = st.one_of(
     st.floats(0, 1),
     st.sampled_from((0, 1, -0.0, 1.0000001, -1e-9, 2, -1, math.nan, math.inf, 1e308, 10**30)),
@@ -206,7 +218,7 @@ broken_op = st.fixed_dictionaries(
     },
 ).map(lambda op: {k: v for k, v in op.items() if k != "managed"} | dict([op["managed"]] if "managed" in op else []))
 ops = weighted(
-    (6, st.lists(st.one_of(valid_add, valid_del, broken_op, broken_op, json_values), max_size=4)),
+    (6, st.lists(weighted((3, valid_add), (2, valid_del), (3, broken_op), (1, json_values)), max_size=4)),
     (1, st.just([])),
     (1, st.tuples(valid_add, st.sampled_from((100, 101))).map(lambda p: [p[0]] * p[1])),
     (1, json_values),
@@ -220,9 +232,9 @@ emotions = st.fixed_dictionaries(
     optional={
         "category": hostile(st.sampled_from(("positive", "negative", "neutral", "seeking", "c" * 21))),
         "indicators": hostile(st.lists(hostile_text, max_size=11)),
-        "extra": json_values,
     },
 )
+emotions = weighted((6, emotions), (1, st.tuples(emotions, json_values).map(lambda p: p[0] | {"extra": p[1]})))
 variables = st.one_of(
     st.dictionaries(st.one_of(st.sampled_from(("city", "城市", "", " ", "v" * 101)), hostile_text), json_values),
     st.integers().map(lambda n: {f"v{i}": n for i in range(51)}),

@@ -42,10 +42,11 @@ from mcp_types import (
     Tool,
 )
 
-from mcp_memory_server.app import AppState
+from mcp_memory_server.app import CURRENT
 from mcp_memory_server.config import Config
 from mcp_memory_server.segmenter import Segmenter
 from mcp_memory_server.server import build_server
+from mcp_memory_server.store import Store
 
 from . import hostile
 from .surface import PROMPTS, TOOLS
@@ -53,9 +54,10 @@ from .surface import PROMPTS, TOOLS
 pytestmark = pytest.mark.anyio
 
 # Calls each test makes at least; together over 10,000 (the requirement), checked below.
-# HOSTILE_SCALE=10 (with HYPOTHESIS_PROFILE=explore) makes a longer hunt.
-SHARES = {"tools": 7_000, "resources": 1_800, "prompts": 1_300, "sampling": 600}
+# HOSTILE_PROFILE=explore HOSTILE_SCALE=10 makes a longer hunt, with new examples each run.
+SHARES = {"tools": 6_500, "resources": 1_800, "prompts": 1_300, "sampling": 600}
 SCALE = int(os.environ.get("HOSTILE_SCALE", "1"))
+PROFILE = hypothesis_settings.get_profile("hostile-" + os.environ.get("HOSTILE_PROFILE", "ci"))  # see conftest
 READ_EVERY = 20  # the tool test reads every static resource after this many calls
 BOUND_S = 10.0  # seconds for one call; a call with a million-character argument gets LONG_BOUND_S
 LONG_BOUND_S = 30.0
@@ -133,7 +135,7 @@ class _Errors(logging.Handler):
 @dataclass
 class Harness:
     client: Client
-    app: AppState
+    store: Store
     db: sqlite3.Connection
     tools: dict[str, Tool]
     errors: _Errors
@@ -143,7 +145,7 @@ class Harness:
     async def snapshot(self) -> tuple[int, dict[str, tuple[int, int]]]:
         """SQLite's data_version (changes when another connection commits) and each table's row
         count and largest rowid, after writing the access statistics recall leaves pending."""
-        await self.app.store.flush()
+        await self.store.flush()
         version = self.db.execute("PRAGMA data_version").fetchone()[0]
         tables = {t: self.db.execute(f"SELECT count(*), coalesce(max(rowid), 0) FROM {t}").fetchone() for t in TABLES}
         return version, tables
@@ -172,11 +174,11 @@ async def _harness(
 ) -> AsyncIterator[Harness]:
     """A server on a fresh database with the seeds stored, and a client to it."""
     server = build_server(_config(tmp_path, cache_dir), segmenter)
-    opened: list[AppState] = []
+    opened: list[Store] = []
 
-    async def capture(ctx: Any, call_next: Any) -> Any:  # the lifespan's state, to flush the store
+    async def capture(ctx: Any, call_next: Any) -> Any:  # the server's store, to flush it
         if not opened:
-            opened.append(ctx.lifespan_context)
+            opened.append(CURRENT.get().store)
         return await call_next(ctx)
 
     server.middleware.append(capture)
@@ -191,7 +193,7 @@ async def _harness(
             db = sqlite3.connect(f"file:{tmp_path / 'memory.db'}?mode=ro", uri=True, isolation_level=None)
             tools = {t.name: t for t in (await client.list_tools()).tools}
             assert set(tools) == TOOLS
-            h = Harness(client=client, app=opened[0], db=db, tools=tools, errors=errors)
+            h = Harness(client=client, store=opened[0], db=db, tools=tools, errors=errors)
             before = await h.snapshot()  # the instrument sees a write: a rejected call is not vacuous
             await client.call_tool("remember", {"content": "快照能看到写入", "category": "note"})
             assert await h.snapshot() != before
@@ -242,6 +244,7 @@ async def call_tool(h: Harness, name: str, args: dict[str, Any], bound: float = 
         message = result.content[0].text
         assert (reason := unclear(message)) is None, f"{what}: {reason}: {message[:500]!r}"
         h.rejected(what, before, await h.snapshot())
+        h.tally["error: the SDK's schema" if _VALIDATION_COUNT.search(message) else "error: the server's checks"] += 1
         return _count(h, "error")
     assert result.structured_content is not None, what
     validator = h.validators.get(name)
@@ -312,10 +315,10 @@ async def _report(h: Harness, name: str, share: int | None = None) -> None:
 
 
 async def explore(examples: int, strategy: st.SearchStrategy[Any], check: Callable[[Any], Awaitable[None]]) -> None:
-    """Run Hypothesis (the profile loaded in conftest, `examples` examples) in a worker thread;
-    each example is checked by `check` on the event loop that serves the client."""
+    """Run Hypothesis (`PROFILE`, `examples` examples) in a worker thread; each example is
+    checked by `check` on the event loop that serves the client."""
 
-    @hypothesis_settings(max_examples=examples)
+    @hypothesis_settings(PROFILE, max_examples=examples)
     @given(value=strategy)
     def run(value: Any) -> None:
         anyio.from_thread.run(check, value)
