@@ -15,11 +15,18 @@ from mcp.server.mcpserver import Context, Sample
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
-from mcp_types import INVALID_REQUEST, CreateMessageRequest, CreateMessageResult, SamplingMessage, TextContent
+from mcp_types import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    CreateMessageRequest,
+    CreateMessageResult,
+    SamplingMessage,
+    TextContent,
+)
 from mcp_types.version import is_version_at_least
 
 from .access import request_namespace
-from .errors import MemoryServerError, NotFound
+from .errors import InvalidInput, MemoryServerError, NotFound
 from .spaces import AppState, Spaces
 
 __all__ = [
@@ -94,6 +101,8 @@ async def resource_call(call: Awaitable[T]) -> T:
         return await call
     except NotFound as exc:
         raise ResourceNotFoundError(str(exc)) from exc
+    except InvalidInput as exc:  # the client's mistake: invalid params, not an internal error
+        raise MCPError(code=INVALID_PARAMS, message=str(exc)) from exc
     except MemoryServerError as exc:
         raise ResourceError(str(exc)) from exc
 

@@ -93,7 +93,13 @@ class ApplyChangesResult(Model):
 
 def _describe(position: int, raw: Mapping[str, Any]) -> str:
     key, action = raw.get("key"), raw.get("action")
-    return f"op {position}" + (f" ({action} {key})" if isinstance(key, str) and isinstance(action, str) else "")
+    if not (isinstance(key, str) and isinstance(action, str)):
+        return f"op {position}"
+    return f"op {position} ({_cut(action, 20)} {_cut(key, 60)})"  # an invalid op's key can be any length
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}..."
 
 
 def _parse(raw: object, position: int, ignored: set[str]) -> ChangeOp:
@@ -105,7 +111,7 @@ def _parse(raw: object, position: int, ignored: set[str]) -> ChangeOp:
         return ChangeOp.model_validate({k: v for k, v in raw.items() if k not in managed})
     except ValidationError as exc:
         problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'op'}: {e['msg'].removeprefix('Value error, ')}"
+            f"{'.'.join(_cut(str(p), 40) for p in e['loc']) or 'op'}: {e['msg'].removeprefix('Value error, ')}"
             for e in exc.errors()
         )
         raise InvalidInput(f"{_describe(position, raw)}: {problems}. Nothing was applied.") from None

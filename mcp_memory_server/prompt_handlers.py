@@ -3,12 +3,16 @@ counted as accesses), the session's working memory and strategy, the core memori
 
 # No `from __future__ import annotations`: the SDK evaluates prompt signatures.
 
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any
 
+from mcp.server.context import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, Prompt
 from pydantic import Field
 
-from . import profiles, prompt_set, prompts
+from . import profiles, prompt_set, prompts, validate
 from .app import Ctx, state
 from .rows import iso, utcnow
 from .spaces import Spaces
@@ -20,9 +24,11 @@ _CORE = 200
 
 
 async def _related(ctx: Ctx, text: str, session_id: str | None = None) -> list[dict[str, Any]]:
-    found = await state(ctx).service.recall(
-        query=text[:2000], limit=_RELATED, session_id=session_id, track_access=False
-    )
+    app = state(ctx)
+    query = text[: app.config.max_query_chars]
+    if validate.is_blank(query):  # nothing to relate to (recall would refuse an empty query)
+        return []
+    found = await app.service.recall(query=query, limit=_RELATED, session_id=session_id, track_access=False)
     return [
         {"key": h.key or h.id, "category": h.category, "content": h.content, "importance": round(h.importance * 10)}
         for h in found.hits
@@ -34,7 +40,43 @@ async def _calibration(ctx: Ctx) -> str:
     return await app.sieve.calibration()
 
 
+def _argument_check(server: MCPServer[Any]) -> ServerMiddleware[Any]:
+    """Middleware: a prompt asked for by a name that does not exist, without an argument it
+    requires or with one it does not take is the client's mistake, said as invalid params (the
+    SDK reports all three as an internal error)."""
+
+    async def check(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        params = ctx.params or {}
+        if ctx.method == "prompts/get" and isinstance(params.get("name"), str):
+            _check(await server.list_prompts(), params["name"], params.get("arguments") or {})
+        return await call_next(ctx)
+
+    return check
+
+
+def _check(known: Sequence[Prompt], name: str, arguments: object) -> None:
+    prompt = next((p for p in known if p.name == name), None)
+    if prompt is None:
+        names = ", ".join(sorted(p.name for p in known))
+        raise MCPError(
+            code=INVALID_PARAMS, message=f"no prompt is named {validate.quoted(name)}; the prompts are {names}."
+        )
+    if not isinstance(arguments, Mapping):
+        return  # not an object: the SDK's own validation says so
+    declared = {a.name: bool(a.required) for a in prompt.arguments or ()}
+    missing = [n for n, required in declared.items() if required and n not in arguments]
+    unknown = [validate.quoted(str(n)) for n in arguments if n not in declared]
+    if missing or unknown:
+        takes = ", ".join(declared) or "no arguments"
+        problems = ([f"missing {', '.join(missing)}"] if missing else []) + (
+            [f"no argument named {', '.join(unknown[:5])}"] if unknown else []
+        )
+        raise MCPError(code=INVALID_PARAMS, message=f"prompt {name}: {'; '.join(problems)}. It takes {takes}.")
+
+
 def add_prompts(server: MCPServer[Spaces]) -> None:
+    server.middleware.append(_argument_check(server))
+
     @server.prompt(
         title="Extract memories",
         description=(

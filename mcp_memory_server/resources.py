@@ -3,17 +3,40 @@
 # No `from __future__ import annotations`: the SDK evaluates handler signatures.
 
 import json
+from typing import Any
 
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
+from mcp.shared.exceptions import MCPError
 
 from .app import CURRENT, Ctx, resource_call, state
 from .render import render_store
 from .spaces import Spaces
+from .validate import quoted
 
 __all__ = ["add_resources"]
 
 
+_QUOTED_URI = 200
+
+
+async def _short_uri_errors(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+    """A resource error names the URI asked for, and the SDK's own (an unknown resource, a URI
+    too long to match a template) quote it whole: cut it there, so that an error never echoes a
+    huge argument back."""
+    try:
+        return await call_next(ctx)
+    except MCPError as exc:
+        uri = (ctx.params or {}).get("uri")
+        if ctx.method != "resources/read" or not isinstance(uri, str) or len(uri) <= _QUOTED_URI:
+            raise
+        short = quoted(uri, _QUOTED_URI)
+        raise MCPError(code=exc.code, message=exc.message.replace(uri, short), data={"uri": short}) from None
+
+
 def add_resources(server: MCPServer[Spaces]) -> None:
+    server.middleware.append(_short_uri_errors)
+
     @server.resource(
         "memory://memories/{id}",
         mime_type="application/json",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -63,11 +64,21 @@ def _encode_cursor(order_by: str, last: tuple[Any, int]) -> str:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
+def _sql_value(value: object) -> bool:
+    """What SQLite can compare with a column: text, a finite number, an integer of 64 bits."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return -(2**63) <= value < 2**63
+    return isinstance(value, str) or (isinstance(value, float) and math.isfinite(value))
+
+
 def _decode_cursor(order_by: str, cursor: str) -> tuple[Any, int]:
     try:
         padded = cursor + "=" * (-len(cursor) % 4)
         kind, value, seq = json.loads(base64.urlsafe_b64decode(padded.encode()))
-        if kind != order_by or not isinstance(seq, int) or not isinstance(value, (str, int, float)):
+        # A cursor is the client's text: one not made here can hold anything JSON can.
+        if kind != order_by or not isinstance(seq, int) or not _sql_value(seq) or not _sql_value(value):
             raise ValueError(kind)
     except (ValueError, TypeError, binascii.Error, UnicodeDecodeError) as exc:
         raise InvalidInput(
@@ -301,7 +312,9 @@ class MemoryService:
         seq = parse_id(memory_id)
         memory = await self.store.get(seq) if seq is not None else None
         if memory is None:
-            raise NotFound(f"no memory has the id {memory_id!r}; ids look like mem_12 (see list or recall).")
+            raise NotFound(
+                f"no memory has the id {validate.quoted(memory_id)}; ids look like mem_12 (see list or recall)."
+            )
         return memory
 
     async def history(self, memory_id: str) -> list[dict[str, Any]]:

@@ -48,7 +48,7 @@ def _merged(current: Mapping[str, Any], changes: Mapping[str, Any]) -> str:
     merged = dict(current)
     for name, value in changes.items():
         if not isinstance(name, str) or not name.strip() or len(name) > 100:
-            raise InvalidInput(f"variable name {name!r} is not valid: use 1-100 characters.")
+            raise InvalidInput(f"variable name {validate.quoted(str(name))} is not valid: use 1-100 characters.")
         if value is None:
             merged.pop(name, None)
         else:
@@ -109,8 +109,8 @@ class Sessions:
         state = await self.service.store.session(sid) if sid else None
         if state is None:
             raise NotFound(
-                f"no session has the id {session_id!r}; sessions start with update_session or a remember "
-                "that names them, and expire after a while without activity."
+                f"no session has the id {validate.quoted(session_id)}; sessions start with update_session or a "
+                "remember that names them, and expire after a while without activity."
             )
         strategy = self.table.get(state.last_emotion or "neutral", self.table["neutral"])
         page = await self.service.list_memories(

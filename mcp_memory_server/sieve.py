@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -284,6 +285,7 @@ class Sieve:
             and isinstance(category, str)
             and isinstance(importance, int | float)
             and not isinstance(importance, bool)
+            and math.isfinite(importance)  # Python's JSON reads NaN and Infinity
             and isinstance(source, str)
         )
         if not valid:
@@ -353,9 +355,12 @@ class Sieve:
         if screened.withheld:
             return item("refused", describe(screened.withheld) + " Not stored.", text=screened.text)
         existing = await self._similar(content)
-        score = evaluate(
-            content, category=category, importance=importance, source=source, existing=existing, forced=forced
-        )
+        try:  # one item the model got wrong (an unknown source, say) is refused, not the whole run
+            score = evaluate(
+                content, category=category, importance=importance, source=source, existing=existing, forced=forced
+            )
+        except InvalidInput as exc:
+            return item("refused", f"Not stored: {exc}")
         parts = _parts(score)
         if score.decision == "skip":
             return item("skip", f"Value {score.total:.1f} is below 5: not worth keeping.", parts)

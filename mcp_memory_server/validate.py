@@ -21,7 +21,9 @@ __all__ = [
     "category",
     "client_name",
     "draft",
+    "is_blank",
     "key",
+    "quoted",
     "screen",
     "session_id",
     "source",
@@ -40,15 +42,28 @@ _TIERS: tuple[str, ...] = get_args(Tier)
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
+def quoted(value: str, limit: int = 60) -> str:
+    """`value` quoted for an error message and cut after `limit` characters: a message names
+    what was wrong without echoing a huge argument back whole."""
+    if len(value) <= limit:
+        return repr(value)
+    return f"{value[:limit]!r}... ({len(value):,} characters)"
+
+
 def _clean(value: str) -> str:
     """Control characters out (NUL included), surrounding whitespace trimmed; text otherwise kept."""
     return _CONTROL.sub("", value).strip()
 
 
+def is_blank(value: str) -> bool:
+    """Whether nothing is left of `value` once control characters and surrounding spaces go."""
+    return not _clean(value)
+
+
 def text(value: str, *, field: str, limit: int) -> str:
     cleaned = _clean(value)
     if not cleaned:
-        raise InvalidInput(f"{field} is empty; give the text to remember.")
+        raise InvalidInput(f"{field} is empty once control characters and surrounding spaces are removed.")
     if len(cleaned) > limit:
         raise InvalidInput(
             f"{field} is {len(cleaned):,} characters; the limit is {limit:,}. "
@@ -63,7 +78,7 @@ def category(value: str) -> str:
     name = _SEPARATORS.sub("_", normalize(value).strip().lower()).strip("_")
     if not CATEGORY_PATTERN.match(name):
         raise InvalidInput(
-            f"category {value!r} is not valid: use a lower_snake name of letters, digits and "
+            f"category {quoted(value)} is not valid: use a lower_snake name of letters, digits and "
             "underscores starting with a letter (at most 40), such as preference or project_state."
         )
     return name
@@ -85,13 +100,13 @@ def source(value: str) -> Source:
     name = _clean(value).lower()
     name = SOURCE_ALIASES.get(name, name)
     if name not in _SOURCES:
-        raise InvalidInput(f"source {value!r} is not one of {', '.join(_SOURCES)}.")
+        raise InvalidInput(f"source {quoted(value)} is not one of {', '.join(_SOURCES)}.")
     return cast(Source, name)
 
 
 def tier(value: str) -> Tier:
     if value not in _TIERS:
-        raise InvalidInput(f"tier {value!r} is not one of core, working.")
+        raise InvalidInput(f"tier {quoted(value)} is not one of core, working.")
     return cast(Tier, value)
 
 

@@ -6,11 +6,24 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from mcp_memory_server.config import Config
 from mcp_memory_server.segmenter import Segmenter
 from mcp_memory_server.service import MemoryService
 from mcp_memory_server.store import Store
+
+# Hypothesis profiles of tests/test_hostile_input.py, registered here and used only there (other
+# tests keep Hypothesis's defaults). "hostile-ci" draws the same examples on every run and keeps no
+# example database, so a failure in CI fails again on any machine; "hostile-explore"
+# (HOSTILE_PROFILE=explore) draws new ones each run and remembers failures in .hypothesis/.
+_HOSTILE = {
+    "deadline": None,  # a call's bound is the test's own (anyio.fail_after), not a per-example deadline
+    "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
+    "print_blob": True,
+}
+settings.register_profile("hostile-ci", derandomize=True, database=None, **_HOSTILE)
+settings.register_profile("hostile-explore", derandomize=False, **_HOSTILE)
 
 
 @pytest.fixture

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import json
 import sqlite3
 from datetime import UTC, datetime, timedelta
 
@@ -265,6 +267,27 @@ async def test_list_pages_through_everything_once(service: MemoryService) -> Non
     page = await service.list_memories(order_by="created", limit=2)
     with pytest.raises(InvalidInput, match="cursor"):
         await service.list_memories(order_by="importance", cursor=page.next_cursor)
+
+
+@pytest.mark.parametrize(
+    "parts",
+    [
+        ["updated", "2020-01-01T00:00:00+00:00", 2**63],  # SQLite integers have 64 bits
+        ["updated", 10**30, 1],
+        ["importance", float("nan"), 1],
+        ["importance", float("inf"), 1],
+        ["updated", "2020-01-01T00:00:00+00:00", True],
+        ["updated", ["x"], 1],
+    ],
+)
+async def test_a_forged_cursor_is_invalid_input_not_a_crash(service: MemoryService, parts: list[object]) -> None:
+    """Found by tests/test_hostile_input.py: a cursor holding a 65-bit integer reached SQLite,
+    whose OverflowError came back as an internal error."""
+    await service.remember(content="one memory")
+    raw = json.dumps(parts).encode()  # NaN and Infinity as Python's json writes (and reads) them
+    cursor = base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    with pytest.raises(InvalidInput, match="cursor is not valid"):
+        await service.list_memories(order_by=parts[0], cursor=cursor)  # type: ignore[arg-type]
 
 
 async def test_list_filters(service: MemoryService) -> None:

@@ -100,6 +100,26 @@ async def test_the_model_s_memories_go_to_the_session_s_working_memory(
     assert rows(config, "SELECT status FROM extraction_log") == [("done",)]
 
 
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_an_item_the_model_got_wrong_is_refused_alone(config: Config, segmenter: Segmenter, mode: str) -> None:
+    """Found by tests/test_hostile_input.py: an item with a source no memory can have (or a NaN
+    importance, which Python's JSON reads) failed the whole extract call after the first round
+    had already written."""
+    good = EXTRACTED["memories"][0]
+    items = [
+        json.dumps(good | {"source": "the internet"}, ensure_ascii=False),
+        json.dumps(good | {"content": "用户在品川区看房", "importance": 0.5}).replace("0.5", "NaN"),
+        json.dumps(good, ensure_ascii=False),
+    ]
+    answer = '{"memories": [' + ", ".join(items) + "]}"
+    async with Client(build_server(config, segmenter), mode=mode, sampling_callback=answering(answer)) as client:
+        result = await extract(client, session_id="s")
+    items = result["deep"]["items"]
+    assert [i["decision"] for i in items] == ["refused", "refused", "working"]
+    assert "source 'the internet' is not one of" in items[0]["reason"] and "Malformed" in items[1]["reason"]
+    assert result["deep"]["outcome"] == "extracted"
+
+
 async def test_both_channels_run_at_once(config: Config, segmenter: Segmenter) -> None:
     """While the client's model is still thinking, the fast channel's memory and the note that
     keeps the exchange are already stored."""
