@@ -8,6 +8,8 @@ import shutil
 import sqlite3
 import sys
 import uuid
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
 import anyio
@@ -37,14 +39,15 @@ def _content(writer: int, n: int) -> str:
     return f"{token} 写入者 {writer} 第 {n} 条 {uuid.uuid4().hex[:12]}"
 
 
-async def test_eight_processes_write_2000_memories_while_others_recall(tmp_path: Path, cache_dir: Path) -> None:
-    db = tmp_path / "shared.db"
+async def _write_while_recalling(connect: Callable[[], AbstractAsyncContextManager[Client]]) -> list[str]:
+    """WRITERS clients each store WRITES distinct memories, one call after another, all at once,
+    while READERS more recall in a loop; returns the ids stored. Any error fails the test."""
     errors: list[str] = []
     written: list[str] = []
     done = anyio.Event()
 
     async def writer(index: int) -> None:
-        async with Client(_params(db, cache_dir)) as client:
+        async with connect() as client:
             for n in range(WRITES):
                 result = await client.call_tool("remember", {"content": _content(index, n), "category": "note"})
                 if result.is_error or result.structured_content is None:
@@ -55,7 +58,7 @@ async def test_eight_processes_write_2000_memories_while_others_recall(tmp_path:
                     written.append(result.structured_content["id"])
 
     async def reader() -> None:
-        async with Client(_params(db, cache_dir)) as client:
+        async with connect() as client:
             while not done.is_set():
                 result = await client.call_tool("recall", {"query": "写入者 条"})
                 if result.is_error:
@@ -70,9 +73,12 @@ async def test_eight_processes_write_2000_memories_while_others_recall(tmp_path:
                 for index in range(WRITERS):
                     writers.start_soon(writer, index)
             done.set()
-
     assert errors == []
     assert len(written) == len(set(written)) == WRITERS * WRITES
+    return written
+
+
+def _check_all_stored(db: Path) -> None:
     connection = sqlite3.connect(db)
     try:
         assert connection.execute("SELECT count(*) FROM memories").fetchone()[0] == WRITERS * WRITES
@@ -82,53 +88,21 @@ async def test_eight_processes_write_2000_memories_while_others_recall(tmp_path:
         connection.close()
 
 
+async def test_eight_processes_write_2000_memories_while_others_recall(tmp_path: Path, cache_dir: Path) -> None:
+    db = tmp_path / "shared.db"
+    await _write_while_recalling(lambda: Client(_params(db, cache_dir)))
+    _check_all_stored(db)
+
+
 async def test_eight_http_clients_write_2000_memories_while_others_recall(tmp_path: Path, cache_dir: Path) -> None:
     """The same load against one HTTP server (with a bearer token, as it would be exposed): eight
     clients, each its own MCP session, writing concurrently while two others recall."""
     token = "reliability-token-0123456789"
-    errors: list[str] = []
-    written: list[str] = []
-    done = anyio.Event()
     with http_server(tmp_path, cache_dir, {"MCP_MEMORY_TOKENS": token}, ["--log-level", "WARNING"]) as served:
-
-        async def writer(index: int) -> None:
-            async with http_client(served.url, token) as client:
-                for n in range(WRITES):
-                    result = await client.call_tool("remember", {"content": _content(index, n), "category": "note"})
-                    if result.is_error or result.structured_content is None:
-                        errors.append(str(result.content))
-                    elif result.structured_content["action"] != "created":
-                        errors.append(f"writer {index} write {n}: {result.structured_content['action']}")
-                    else:
-                        written.append(result.structured_content["id"])
-
-        async def reader() -> None:
-            async with http_client(served.url, token) as client:
-                while not done.is_set():
-                    result = await client.call_tool("recall", {"query": "写入者 条"})
-                    if result.is_error:
-                        errors.append(str(result.content))
-                    await anyio.sleep(0.01)
-
-        with anyio.fail_after(300):
-            async with anyio.create_task_group() as readers:
-                for _ in range(READERS):
-                    readers.start_soon(reader)
-                async with anyio.create_task_group() as writers:
-                    for index in range(WRITERS):
-                        writers.start_soon(writer, index)
-                done.set()
+        await _write_while_recalling(lambda: http_client(served.url, token))
         log = served.stderr.read_text()
-    assert errors == []
     assert "locked" not in log and "Traceback" not in log
-    assert len(written) == len(set(written)) == WRITERS * WRITES
-    connection = sqlite3.connect(served.db)
-    try:
-        assert connection.execute("SELECT count(*) FROM memories").fetchone()[0] == WRITERS * WRITES
-        assert connection.execute("SELECT count(*) FROM memory_fts").fetchone()[0] == WRITERS * WRITES
-        assert connection.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-    finally:
-        connection.close()
+    _check_all_stored(served.db)
 
 
 def _crash_trials(db: Path, cache_dir: Path, trials: int) -> tuple[list[str], int]:
