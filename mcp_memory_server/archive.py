@@ -13,6 +13,7 @@ from typing import Any
 from .tx import Tx
 
 __all__ = [
+    "HISTORY_COLUMNS",
     "Archived",
     "CleanupRow",
     "archive",
@@ -32,7 +33,8 @@ _MEMORY = (
     "seq, namespace, content, key, category, tier, importance, confidence, source, tags, session_id, client,"
     " content_hash, created_at, updated_at, last_accessed, access_count"
 )
-_HISTORY = "memory_seq, content, key, category, importance, confidence, tags, source, reason, changed_at"
+# The columns of memory_history and memory_history_archive, which are alike.
+HISTORY_COLUMNS = "memory_seq, content, key, category, importance, confidence, tags, source, reason, changed_at"
 _CHUNK = 500  # seqs per statement: a few thousand parameters at most
 
 
@@ -84,7 +86,7 @@ async def archive(tx: Tx, reasons: Mapping[int, str], at: str) -> list[int]:
         marks = ",".join("?" * len(found))
         # History first: memory_history's rows would otherwise go with their memory (ON DELETE CASCADE).
         await tx.execute(
-            f"INSERT INTO memory_history_archive ({_HISTORY}) SELECT {_HISTORY} FROM memory_history"
+            f"INSERT INTO memory_history_archive ({HISTORY_COLUMNS}) SELECT {HISTORY_COLUMNS} FROM memory_history"
             f" WHERE memory_seq IN ({marks}) ORDER BY seq",
             found,
         )
@@ -125,7 +127,7 @@ async def restore(tx: Tx, seqs: Sequence[int], at: str) -> None:
         found = [r[0] for r in rows]
         marks = ",".join("?" * len(found))
         await tx.execute(
-            f"INSERT INTO memory_history ({_HISTORY}) SELECT {_HISTORY} FROM memory_history_archive"
+            f"INSERT INTO memory_history ({HISTORY_COLUMNS}) SELECT {HISTORY_COLUMNS} FROM memory_history_archive"
             f" WHERE memory_seq IN ({marks}) ORDER BY seq",
             found,
         )

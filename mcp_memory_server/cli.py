@@ -187,8 +187,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return anyio.run(_stats, config)
         if args.command == "search":
             return anyio.run(_search, config, args)
-        if args.command == "backup":
-            _existing(config)
+        if args.command == "backup":  # it refuses a missing database itself
             copy = anyio.run(_backup, config, Path(args.path), args.force)
             memories = f"{copy.memories:,} memor{'y' if copy.memories == 1 else 'ies'}"
             print(f"backed up {config.db_path} to {copy.path}: {memories}, {copy.bytes:,} bytes")

@@ -32,24 +32,19 @@ from typing import Any
 
 from pydantic import Field
 
-from .archive import key_holders
+from .archive import HISTORY_COLUMNS, key_holders
 from .errors import InvalidInput
 from .models import Model
 from .portable_format import FORMAT, VERSION, Document, Record, read
 from .profile_scrub import PROFILE_KEY
 from .profiles import manual_edits, merge_manual
-from .rows import iso, memory_id, utcnow
+from .rows import COLUMNS, iso, memory_id, utcnow
 from .store import Store
 from .tx import Tx
 
 __all__ = ["FORMATS", "ImportReport", "export_data", "export_json", "import_file"]
 
 FORMATS = ("json",)  # what `import --format` reads
-_MEMORY = (
-    "seq, content, key, category, tier, importance, confidence, source, tags, session_id, client,"
-    " created_at, updated_at, last_accessed, access_count"
-)
-_HISTORY = "memory_seq, content, key, category, importance, confidence, tags, source, reason, changed_at"
 _SESSION = "session_id, current_topic, context_variables, turn_count, last_emotion, created_at, updated_at"
 _CHUNK = 500  # rows per multi-row INSERT: 17 parameters each stays far below SQLite's limit
 
@@ -74,19 +69,19 @@ async def export_data(store: Store, *, now: datetime | None = None) -> dict[str,
     """This namespace's memories, archive, sessions and profile edits as one consistent snapshot."""
     async with store.snapshot() as tx:
         ns = (tx.namespace, PROFILE_KEY)
-        live = await tx.fetch(f"SELECT {_MEMORY} FROM memories WHERE namespace = ? AND key IS NOT ? ORDER BY seq", ns)
+        live = await tx.fetch(f"SELECT {COLUMNS} FROM memories WHERE namespace = ? AND key IS NOT ? ORDER BY seq", ns)
         history = await tx.fetch(
-            f"SELECT {_HISTORY} FROM memory_history WHERE memory_seq IN"
+            f"SELECT {HISTORY_COLUMNS} FROM memory_history WHERE memory_seq IN"
             " (SELECT seq FROM memories WHERE namespace = ? AND key IS NOT ?) ORDER BY seq",
             ns,
         )
         archived = await tx.fetch(
-            f"SELECT {_MEMORY}, archived_at, archive_reason FROM memory_archive"
+            f"SELECT {COLUMNS}, archived_at, archive_reason FROM memory_archive"
             " WHERE namespace = ? AND key IS NOT ? ORDER BY seq",
             ns,
         )
         archived_history = await tx.fetch(
-            f"SELECT {_HISTORY} FROM memory_history_archive WHERE memory_seq IN"
+            f"SELECT {HISTORY_COLUMNS} FROM memory_history_archive WHERE memory_seq IN"
             " (SELECT seq FROM memory_archive WHERE namespace = ? AND key IS NOT ?) ORDER BY seq",
             ns,
         )
@@ -112,10 +107,10 @@ async def export_data(store: Store, *, now: datetime | None = None) -> dict[str,
 
 
 def _memories(rows: Sequence[Sequence[Any]], history: Sequence[Sequence[Any]]) -> Iterator[dict[str, Any]]:
-    names = _MEMORY.split(", ")[1:15]
+    names = COLUMNS.split(", ")[1:15]
     earlier: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for h in history:
-        row = dict(zip(_HISTORY.split(", ")[1:], h[1:], strict=True))
+        row = dict(zip(HISTORY_COLUMNS.split(", ")[1:], h[1:], strict=True))
         earlier[h[0]].append(row | {"tags": json.loads(row["tags"])})
     for r in rows:
         item = {"id": memory_id(r[0])} | dict(zip(names, r[1:15], strict=True))
@@ -304,7 +299,7 @@ async def _insert(tx: Tx, records: Sequence[Record], seqs: dict[int, int]) -> No
             for part in range(0, len(old), _CHUNK):
                 rows = old[part : part + _CHUNK]
                 await tx.execute(
-                    f"INSERT INTO {history} ({_HISTORY}) VALUES "
+                    f"INSERT INTO {history} ({HISTORY_COLUMNS}) VALUES "
                     + ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"] * len(rows)),
                     [
                         v
