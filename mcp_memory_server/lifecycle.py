@@ -113,6 +113,7 @@ async def cleanup(
     async with store.transaction() as tx:
         count = await archive.live_count(tx)
         if count <= config.cleanup_min_memories:
+            log.debug("cleanup: %d memories; it applies only above %d", count, config.cleanup_min_memories)
             return CleanupResult(
                 dry_run=dry_run,
                 applied=False,
