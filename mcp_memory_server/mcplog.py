@@ -55,6 +55,7 @@ log = logging.getLogger(__name__)
 PROJECT_LOGGER = "mcp_memory_server"
 BACKLOG = 20  # records kept for clients that connect later
 _SEND_TIMEOUT = 2.0  # seconds one log message may take to reach a client before it is dropped
+_INITIALIZE_WAIT = 120.0  # seconds a connection has to initialize before it is no longer waited for
 
 # MCP's levels (RFC 5424, ascending) and the Python level each one starts at.
 _THRESHOLDS: dict[str, int] = {
@@ -209,7 +210,10 @@ class LogRelay(logging.Handler):
 
     async def _welcome(self, peer: _Peer) -> None:
         """Once the client has initialized: the backlog, then what comes."""
-        await peer.connection.initialized.wait()
+        with anyio.move_on_after(_INITIALIZE_WAIT):
+            await peer.connection.initialized.wait()
+        if not peer.connection.initialized.is_set() or peer.connection not in self._peers:
+            return  # it never initialized, or left
         for entry in list(self._backlog):
             if peer.wants(entry):
                 await self._send(peer.connection, entry)
