@@ -29,5 +29,17 @@ unit: $(STAMP)
 
 test: lint typecheck unit
 
+# The MCP Inspector (Node.js) for tests/test_inspector_cli.py, pinned in .ci/inspector: `npm ci`
+# again whenever the lockfile changes. Node.js and npm must be installed (CI machines have them).
+INSPECTOR := .ci/inspector
+$(INSPECTOR)/node_modules/.installed-stamp: $(INSPECTOR)/package.json $(INSPECTOR)/package-lock.json
+	@command -v npm >/dev/null || { echo "make inspector: npm not found; install Node.js (with npm) for the MCP Inspector check" >&2; exit 1; }
+	cd $(INSPECTOR) && npm ci --no-audit --no-fund
+	touch $@
+
+.PHONY: inspector
+inspector: $(INSPECTOR)/node_modules/.installed-stamp
+unit: inspector
+
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -166,8 +166,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _configure_logging(level: str) -> None:
-    # stderr only: in stdio mode stdout is the protocol channel.
-    logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # stderr only: in stdio mode stdout is the protocol channel. The handler keeps the level even
+    # when a client asks the server's loggers for more (logging/setLevel, see mcplog.py).
+    stderr = logging.StreamHandler(sys.stderr)
+    stderr.setLevel(level)
+    logging.basicConfig(level=level, handlers=[stderr], format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

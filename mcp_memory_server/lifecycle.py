@@ -113,6 +113,7 @@ async def cleanup(
     async with store.transaction() as tx:
         count = await archive.live_count(tx)
         if count <= config.cleanup_min_memories:
+            log.debug("cleanup: %d memories; it applies only above %d", count, config.cleanup_min_memories)
             return CleanupResult(
                 dry_run=dry_run,
                 applied=False,
@@ -152,6 +153,14 @@ async def cleanup(
         detail = f"Dry run: {len(chosen)} of {count} memories would be archived; {saved} more are kept by keep rules."
     else:
         detail = f"Archived {moved} of {count} memories (restore brings them back); {saved} kept by keep rules."
+    # A run that archived something is news; the periodic one that found nothing is not.
+    archived_ids = ", ".join(memory_id(r.seq) for r in chosen[:10]) + (", ..." if len(chosen) > 10 else "")
+    log.log(
+        logging.INFO if moved else logging.DEBUG,
+        "cleanup: %s%s",
+        detail,
+        f" ({archived_ids})" if moved else "",
+    )
     return CleanupResult(
         dry_run=dry_run,
         applied=True,
@@ -259,13 +268,12 @@ async def maintain(store: Store, *, now: datetime | None = None) -> MaintenanceR
         abandoned = await logbook.settle_abandoned(tx, moment - _ABANDONED, moment)
     if abandoned:
         log.info("maintenance: %d sieve run(s) closed without the model's answer", abandoned)
-    if expiry.sessions or cleaned.archived:
+    if expiry.sessions:  # cleanup has told its own results
         log.info(
-            "maintenance: %d idle session(s) ended (%d working memories promoted, %d archived); "
-            "cleanup archived %d memories",
+            "maintenance: %d idle session(s) ended (%s); %d working memories promoted to core, %d archived",
             len(expiry.sessions),
+            ", ".join(s.session_id for s in expiry.sessions[:10]),
             sum(len(s.promoted) for s in expiry.sessions),
             sum(len(s.archived) for s in expiry.sessions),
-            cleaned.archived,
         )
     return MaintenanceResult(expiry=expiry, cleanup=cleaned)

@@ -7,12 +7,14 @@ assembles are the only ones that import `mcp`."""
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 
 from . import __version__, prompts
 from .access import Access
 from .app import carry_state
 from .config import Config
+from .mcplog import LogRelay
 from .notify import Notifier
 from .profile_tools import add_profile_tools
 from .prompt_handlers import add_prompts
@@ -33,15 +35,21 @@ def build_server(config: Config, segmenter: Segmenter | None = None, access: Acc
     With `access` (HTTP with tokens) it serves the tokens' namespaces, each request in its own."""
     seg = segmenter or Segmenter(config.cache_dir)
     notifier = Notifier(config.namespace)
+    relay = LogRelay(config.log_level, config.namespace)
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[Spaces]) -> AsyncIterator[Spaces]:
         seg.start()
         namespaces = access.namespaces if access is not None else ()
-        async with Spaces(
-            config, seg, namespaces, require_token=access is not None, background=[notifier.run]
-        ) as spaces:
-            yield spaces
+        async with anyio.create_task_group() as tasks:
+            await tasks.start(relay.run)  # first, so clients hear of migrations and start-up
+            try:
+                async with Spaces(
+                    config, seg, namespaces, require_token=access is not None, background=[notifier.run]
+                ) as spaces:
+                    yield spaces
+            finally:
+                tasks.cancel_scope.cancel()
 
     server: MCPServer[Spaces] = MCPServer(
         SERVER_NAME,
@@ -55,6 +63,7 @@ def build_server(config: Config, segmenter: Segmenter | None = None, access: Acc
         subscriptions=notifier.bus,
     )
     notifier.install(server)
+    relay.install(server)
     add_memory_tools(server, config)
     add_session_tools(server)
     add_profile_tools(server)

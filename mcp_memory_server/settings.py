@@ -341,7 +341,13 @@ ENV_VARS: tuple[EnvVar, ...] = (
         str(4 * 1024 * 1024),
         "Largest HTTP request body, in bytes; larger requests are refused with 413.",
     ),
-    EnvVar("MCP_MEMORY_LOG_LEVEL", "log_level", _log_level, "INFO", "Log level of the messages written to stderr."),
+    EnvVar(
+        "MCP_MEMORY_LOG_LEVEL",
+        "log_level",
+        _log_level,
+        "INFO",
+        "Log level of stderr, and the level MCP clients get log messages at until they choose one.",
+    ),
     EnvVar(
         "MCP_MEMORY_EMOTION_MIN_CONFIDENCE",
         "emotion_min_confidence",

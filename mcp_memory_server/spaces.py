@@ -12,13 +12,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Coroutine, Iterable
 from contextlib import AsyncExitStack
+from contextvars import ContextVar
 from dataclasses import dataclass
 from types import TracebackType
 
 import anyio
 import anyio.abc
 
-from . import lifecycle
+from . import __version__, lifecycle
 from .config import Config
 from .errors import MemoryServerError, NotFound
 from .segmenter import Segmenter
@@ -27,11 +28,20 @@ from .sessions import Sessions
 from .sieve import Sieve
 from .store import Store
 
-__all__ = ["AppState", "Background", "Spaces"]
+__all__ = ["SERVING", "AppState", "Background", "Spaces"]
 
 log = logging.getLogger(__name__)
 
 Background = Callable[[Store], Coroutine[object, object, None]]
+
+# The namespace a namespace's background work runs for, so what it logs reaches only that
+# namespace's clients (None: the whole process's, such as start-up and migrations).
+SERVING: ContextVar[str | None] = ContextVar("mcp_memory_server_serving", default=None)
+
+
+async def _for(namespace: str, job: Background, store: Store) -> None:
+    SERVING.set(namespace)  # this task's own context
+    await job(store)
 
 
 @dataclass(frozen=True)
@@ -112,7 +122,28 @@ class Spaces:
             raise
         if len(self._names) > 1 or self._names[0]:
             log.info("serving namespaces: %s", ", ".join(repr(n) for n in self._names))
+        for state in self._open.values():
+            await self._started(state)
         return self
+
+    @staticmethod
+    async def _started(state: AppState) -> None:
+        token = SERVING.set(state.namespace)
+        try:
+            stats = await state.service.stats()
+            log.info(
+                "mcp-memory-server %s started: namespace %r of %s, %d memories (%d archived), schema version %d",
+                __version__,
+                state.namespace,
+                stats.db_path,
+                stats.total,
+                stats.archived,
+                stats.schema_version,
+            )
+        except MemoryServerError as exc:  # another process may hold the database; serving goes on
+            log.warning("could not count the memories at start: %s", exc)
+        finally:
+            SERVING.reset(token)
 
     async def __aexit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
@@ -123,10 +154,11 @@ class Spaces:
     def _start(self, tasks: anyio.abc.TaskGroup, store: Store) -> None:
         # The search index is built in the background: start-up does not wait for it, and the
         # first recall usually finds it ready.
-        for job in self._background:
-            tasks.start_soon(job, store)
-        tasks.start_soon(_warm, store)
-        tasks.start_soon(_maintain, store, self.config.maintenance_minutes)
+        for job in (*self._background, _warm, self._maintain):
+            tasks.start_soon(_for, store.namespace, job, store)
+
+    async def _maintain(self, store: Store) -> None:
+        await _maintain(store, self.config.maintenance_minutes)
 
     @property
     def namespaces(self) -> tuple[str, ...]:

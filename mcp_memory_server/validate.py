@@ -4,6 +4,7 @@ runs before anything is written, so bad input changes nothing."""
 from __future__ import annotations
 
 import functools
+import logging
 import re
 from collections.abc import Iterable
 from typing import cast, get_args
@@ -33,6 +34,8 @@ __all__ = [
 
 MAX_KEY_CHARS = 200
 MAX_SESSION_CHARS = 200
+log = logging.getLogger(__name__)
+
 _SEPARATORS = re.compile(r"[\s\-./]+")
 _SOURCES: tuple[str, ...] = get_args(Source)
 _TIERS: tuple[str, ...] = get_args(Tier)
@@ -172,7 +175,10 @@ def screen(content: str) -> tuple[str, tuple[str, ...]]:
     if not redaction.withheld:
         return content, ()
     left = len(_SUBSTANCE.findall(_PLACEHOLDER.sub("", redaction.text)))
-    if left < MIN_LEFT_CHARS:
+    refused = left < MIN_LEFT_CHARS
+    kinds = ", ".join(dict.fromkeys(redaction.withheld))
+    log.info("secrets withheld from content to store (%s); %s", kinds, "nothing stored" if refused else "the rest kept")
+    if refused:
         raise SecretRefused(
             f"{describe(redaction.withheld)} What is left says nothing without them, so nothing was stored."
         )

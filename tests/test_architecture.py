@@ -65,6 +65,7 @@ RANKS = {
     "__main__": 13,
     "portable_format": 8,
     "portable": 9,
+    "mcplog": 9,
 }
 # The MCP edge: the only modules that import the SDK.
 MCP_EDGE = {
@@ -77,6 +78,7 @@ MCP_EDGE = {
     "transports",
     "server",
     "notify",
+    "mcplog",
 }
 # Third-party libraries that belong to exactly one module.
 OWNERS = {

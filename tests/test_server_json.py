@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from jsonschema import Draft7Validator
 
 from mcp_memory_server import __version__
 from mcp_memory_server.config import Config
@@ -19,6 +20,8 @@ from mcp_memory_server.settings import ENV_VARS, EnvVar
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = "https://static.modelcontextprotocol.io/schemas/2025-12-11/server.schema.json"
+# The registry's schema at SCHEMA, its validation keywords copied (tests/data/README.md says how).
+SCHEMA_COPY = Path(__file__).parent / "data" / "server.schema.json"
 INPUT_FIELDS = {"name", "description", "isRequired", "format", "default", "choices", "isSecret", "placeholder", "value"}
 
 
@@ -33,6 +36,42 @@ def project() -> dict[str, Any]:
     with (ROOT / "pyproject.toml").open("rb") as handle:
         data: dict[str, Any] = tomllib.load(handle)["project"]
     return data
+
+
+@pytest.fixture(scope="module")
+def validator() -> Draft7Validator:
+    schema = json.loads(SCHEMA_COPY.read_text(encoding="utf-8"))
+    assert schema["$id"] == SCHEMA
+    Draft7Validator.check_schema(schema)
+    return Draft7Validator(schema, format_checker=Draft7Validator.FORMAT_CHECKER)
+
+
+def test_server_json_is_valid_against_the_registry_schema(manifest: dict[str, Any], validator: Draft7Validator) -> None:
+    errors = [f"{'/'.join(map(str, e.absolute_path)) or '(top)'}: {e.message}" for e in validator.iter_errors(manifest)]
+    assert not errors, "\n".join(errors)
+
+
+@pytest.mark.parametrize(
+    ("change", "where"),
+    [
+        (lambda m: m.pop("name"), "name"),
+        (lambda m: m.update(name="no-slash"), "name"),
+        (lambda m: m.update(description="x" * 101), "description"),
+        (lambda m: m["packages"][0].update(version="latest"), "version"),
+        (lambda m: m["packages"][0].pop("transport"), "transport"),
+        (lambda m: m["packages"][0].update(transport={"type": "carrier-pigeon"}), "transport"),
+        (lambda m: m["packages"][0]["environmentVariables"][0].update(format="path"), "format"),
+        (lambda m: m["packages"][0]["environmentVariables"][0].update(isSecret="no"), "isSecret"),
+        (lambda m: m["packages"][0]["environmentVariables"][0].pop("name"), "name"),
+    ],
+)
+def test_the_schema_copy_rejects_what_the_registry_rejects(
+    manifest: dict[str, Any], validator: Draft7Validator, change: Any, where: str
+) -> None:
+    broken = json.loads(json.dumps(manifest))
+    change(broken)
+    errors = list(validator.iter_errors(broken))
+    assert errors and any(where in "/".join(map(str, e.absolute_path)) + e.message for e in errors), errors
 
 
 def test_server_fields_follow_the_registry_schema(manifest: dict[str, Any]) -> None:
