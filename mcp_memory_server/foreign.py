@@ -196,6 +196,11 @@ def moment(value: Any, where: str, field: str) -> datetime | None:
     raise ItemError(f"{where}: {field} {json.dumps(value, ensure_ascii=False)[:60]} is not a time.")
 
 
+def _cut(name: str) -> str:
+    """A name quoted for a message, cut after 40 characters."""
+    return repr(name) if len(name) <= 40 else repr(name[:40]) + "..."
+
+
 def _words(value: str) -> str:
     return value.replace("_", " ").strip()
 
@@ -246,7 +251,7 @@ def _entity(item: Mapping[str, Any], where: str) -> Iterator[Item]:
         if not raw.strip():
             continue
         yield Item(
-            where=f"{where} ({name!r}, observation {i + 1})",
+            where=f"{where} ({_cut(name)}, observation {i + 1})",
             content=_observation(name, raw.strip()),
             category=category,
             tags=(name, kind),
@@ -260,7 +265,7 @@ def _relation(item: Mapping[str, Any], where: str) -> Item:
     kind = _text(item, "relationType", where)
     cjk = _CJK.search(kind) is not None
     return Item(
-        where=f"{where} (relation {source!r} -> {target!r})",
+        where=f"{where} (relation {_cut(source)} -> {_cut(target)})",
         content=f"{_shown(source, cjk)} {_words(kind)} {_shown(target, cjk)}",
         category="relationship",
         tags=(source, target),
@@ -369,6 +374,8 @@ def _strings(value: Any) -> list[str]:
 def _mem0_item(row: Any, where: str, names: tuple[Mapping[str, str], Mapping[str, str]]) -> Item | None:
     if not isinstance(row, dict):
         raise ItemError(f"{where}: a memory must be a JSON object.")
+    if "memory" not in row and "content" not in row:
+        raise ItemError(f"{where}: not a mem0 memory (it has no memory field, nor OpenMemory's content).")
     field = "memory" if "memory" in row else "content"
     content = _text(row, field, where)
     state = str(row.get("state") or "active").lower()

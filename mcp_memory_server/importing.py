@@ -5,7 +5,7 @@ json and markdown keep their own rules (portable.py, render.py). The other tools
 go through `import_items`, in one transaction, all or nothing:
 
 - every item is checked as `remember` checks its arguments; any invalid item stops the import
-  before anything is written, and the message names up to five of them by line or position; an
+  before anything is written, and the message names up to three of them by line or position; an
   item that is essentially a secret is left out and named, others have their secrets withheld;
 - an item whose text (ignoring case, spacing and punctuation) a memory here already holds, live
   or archived, in any category, is present and left alone: importing a file twice changes nothing,
@@ -39,13 +39,14 @@ from .render import ImportReport as MarkdownReport
 from .render import import_markdown
 from .rows import iso, memory_id, utcnow
 from .store import Store
-from .tokens import fingerprint
+from .tokens import fingerprint, normalize
 
 __all__ = ["FORMATS", "ImportSummary", "Progress", "import_bytes", "import_items", "import_text"]
 
 FORMATS = ("json", "memory-jsonl", "mem0", "markdown")
 Progress = Callable[[int, int], Awaitable[None]]  # (items done, items in all)
-MAX_ERRORS = 5  # invalid items named in one message
+MAX_ERRORS = 3  # invalid items named in one message
+_ERROR_CHARS = 250  # of each
 MAX_IDS = 100
 
 
@@ -84,10 +85,18 @@ async def import_text(
     progress: Progress | None = None,
     now: datetime | None = None,
 ) -> ImportSummary:
+    try:
+        return await _import_text(store, text, file_format, progress, now or utcnow())
+    except RecursionError:  # json's parser on thousands of nested brackets
+        raise InvalidInput("the file nests JSON too deeply to be a memory export; nothing was imported.") from None
+
+
+async def _import_text(
+    store: Store, text: str, file_format: str | None, progress: Progress | None, now: datetime
+) -> ImportSummary:
+    if file_format is not None and file_format not in FORMATS:
+        raise InvalidInput(f"format {file_format!r} cannot be imported; known formats: {', '.join(FORMATS)}.")
     chosen = file_format or detect(text)
-    if chosen not in FORMATS:
-        raise InvalidInput(f"format {chosen!r} cannot be imported; known formats: {', '.join(FORMATS)}.")
-    now = now or utcnow()
     if chosen == "json":
         return json_summary(await import_file(store, text, now=now, progress=progress))
     if chosen == "markdown":
@@ -104,7 +113,7 @@ async def import_text(
 
 def _tags(tags: Sequence[str], config: Config) -> list[str]:
     """Names and categories of other tools as tags: cut to the tag limits rather than refused."""
-    cut = [" ".join(t.split())[: config.max_tag_chars].strip() for t in tags]
+    cut = [" ".join(normalize(t).split())[: config.max_tag_chars].strip() for t in tags]
     return list(dict.fromkeys(t for t in cut if t))[: config.max_tags]
 
 
@@ -134,7 +143,8 @@ def _check(items: Sequence[Item], config: Config) -> tuple[list[tuple[Item, Draf
         checked.append((item, draft))
     if errors:
         more = f" (and {len(errors) - MAX_ERRORS} more)" if len(errors) > MAX_ERRORS else ""
-        raise InvalidInput(f"nothing was imported: {' '.join(errors[:MAX_ERRORS])}{more}")
+        named = " ".join(e if len(e) <= _ERROR_CHARS else e[: _ERROR_CHARS - 3] + "..." for e in errors[:MAX_ERRORS])
+        raise InvalidInput(f"nothing was imported: {named}{more}")
     return checked, refused
 
 
