@@ -256,6 +256,7 @@ def _entity(item: Mapping[str, Any], where: str) -> Iterator[Item]:
             category=category,
             tags=(name, kind),
             key=_slot(name, i + 1),
+            client="import:memory-jsonl",
             created_at=created,
         )
 
@@ -269,6 +270,7 @@ def _relation(item: Mapping[str, Any], where: str) -> Item:
         content=f"{_shown(source, cjk)} {_words(kind)} {_shown(target, cjk)}",
         category="relationship",
         tags=(source, target),
+        client="import:memory-jsonl",
     )
 
 

@@ -12,7 +12,9 @@ go through `import_items`, in one transaction, all or nothing:
   and nothing is ever overwritten with the same value or deleted;
 - an item with a key (`kg:Alice#2`, `mem0:ID`) whose key a live memory holds, with a text the file
   holds nowhere, updates that memory (its old value goes to its history): an observation edited in
-  the other tool updates its memory instead of adding a second one. A key held by an archived
+  the other tool updates its memory instead of adding a second one. Unless the memory was written
+  or edited here by anything but this importer (another client), or changed later than the item
+  says it was: then it stays as it is, and the item counts as present. A key held by an archived
   memory, or by one whose text is still in the file elsewhere, is left to it; the item is stored
   without a key;
 - new memories keep the file's creation and change times (else the import's), the import counts
@@ -24,6 +26,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
+from typing import NamedTuple
 
 from pydantic import Field
 
@@ -179,15 +182,14 @@ async def import_items(
                 (tx.namespace, digests),
             )
         }
-        holders = {
-            key: (seq, digest, archived)
-            for key, seq, digest, archived in await tx.fetch(
-                "SELECT key, seq, content_hash, 0 FROM memories WHERE namespace = ?1 AND key IN"
-                " (SELECT value FROM json_each(?2)) UNION ALL SELECT key, seq, content_hash, 1 FROM memory_archive"
-                " WHERE namespace = ?1 AND key IN (SELECT value FROM json_each(?2))",
-                (tx.namespace, keys),
-            )
-        }
+        holders: dict[str, _Holder] = {}
+        for row in await tx.fetch(
+            "SELECT key, seq, content_hash, client, updated_at, 0 FROM memories WHERE namespace = ?1 AND key IN"
+            " (SELECT value FROM json_each(?2)) UNION ALL SELECT key, seq, content_hash, client, updated_at, 1"
+            " FROM memory_archive WHERE namespace = ?1 AND key IN (SELECT value FROM json_each(?2))",
+            (tx.namespace, keys),
+        ):
+            holders.setdefault(row[0], _Holder(*row))  # a live holder first
         in_file = {d for _, _, d in drafts}
         taken: set[str] = set()
         for item, draft, digest in drafts:
@@ -196,14 +198,16 @@ async def import_items(
                 continue
             held.add(digest)
             key = draft.key
-            if key is not None:
-                holder = holders.get(key)
-                if key not in taken and holder is not None and not holder[2] and holder[1] not in in_file:
-                    memory = await tx.replace(holder[0], draft, digest, now, "imported")
-                    updated.append(memory.id)
-                    taken.add(key)
+            holder = holders.get(key) if key is not None and key not in taken else None
+            if holder is not None and not holder.archived and holder.content_hash not in in_file:
+                taken.add(holder.key)
+                if not _replaceable(holder, draft, item):
+                    present += 1  # changed here since: the version here stays
                     continue
-                if key in taken or holder is not None:
+                updated.append((await tx.replace(holder.seq, draft, digest, now, "imported")).id)
+                continue
+            if key is not None:
+                if key in taken or key in holders:  # the key stays with the memory holding it
                     draft = draft.model_copy(update={"key": None})
                 taken.add(key)
             records.append(_record(item, draft, digest, len(records) + 1, now))
@@ -233,6 +237,26 @@ async def import_items(
         detail="",
     )
     return summary.model_copy(update={"detail": _line(summary)})
+
+
+class _Holder(NamedTuple):
+    """The memory holding a key an item brings."""
+
+    key: str
+    seq: int
+    content_hash: str
+    client: str | None
+    updated_at: str
+    archived: int
+
+
+def _replaceable(holder: _Holder, draft: Draft, item: Item) -> bool:
+    """Whether an item may update the memory holding its key: one this importer wrote (same client)
+    and not changed later than the item (when the item says when it changed). A memory written or
+    edited here by anything else keeps its text."""
+    if holder.client != draft.client:
+        return False
+    return item.updated_at is None or iso(item.updated_at) > holder.updated_at
 
 
 def _record(item: Item, draft: Draft, digest: str, number: int, now: datetime) -> Record:

@@ -242,12 +242,33 @@ async def test_an_edited_observation_updates_its_memory_and_a_removed_one_change
 async def test_a_mem0_memory_edited_there_updates_here(store: Store, config: Config) -> None:
     data = json.loads((DATA / "mem0_get_all.json").read_text(encoding="utf-8"))
     await import_text(store, json.dumps(data))
-    data["results"][0]["memory"] = "Prefers soy milk in coffee"
+    original = json.dumps(data)
+    data["results"][0] |= {"memory": "Prefers soy milk in coffee", "updated_at": "2026-01-05T10:00:00+00:00"}
     summary = await import_text(store, json.dumps(data))
     assert (summary.created, summary.updated, summary.present) == (0, 1, 4)
     memories = by_content(config.db_path)
     assert "Prefers oat milk in coffee" not in memories
     assert memories["Prefers soy milk in coffee"]["key"] == "mem0:3f1c2a9e-6b1d-4a57-9d0e-2b6f0c8e7a11"
+    before = state(config.db_path)
+    stale = await import_text(store, original)  # the older file again: what changed since stays
+    assert (stale.created, stale.updated, stale.present) == (0, 0, 5)
+    assert state(config.db_path) == before
+
+
+async def test_a_memory_edited_here_by_a_client_is_never_overwritten_by_an_import(store: Store, config: Config) -> None:
+    data = json.loads((DATA / "mem0_get_all.json").read_text(encoding="utf-8"))
+    await import_text(store, json.dumps(data))
+    key = "mem0:3f1c2a9e-6b1d-4a57-9d0e-2b6f0c8e7a11"
+    mine = await MemoryService(store).remember(content="其实喝咖啡不加奶", key=key, client="claude-code")
+    assert mine.action == "updated"
+    data["results"][0] |= {"memory": "Prefers soy milk in coffee", "updated_at": "2026-01-05T10:00:00+00:00"}
+    lines = (DATA / "memory.jsonl").read_text(encoding="utf-8").replace("在上海工作", "在北京工作")
+    await import_text(store, (DATA / "memory.jsonl").read_text(encoding="utf-8"))
+    await MemoryService(store).remember(content="张伟：在深圳工作", key="kg:张伟#1", client="cursor")
+    before = state(config.db_path)
+    assert (await import_text(store, json.dumps(data))).updated == 0
+    assert (await import_text(store, lines)).updated == 0
+    assert state(config.db_path) == before
 
 
 # ---- bad input --------------------------------------------------------------------------------------
