@@ -17,9 +17,10 @@ from .access import Access, new_token
 from .backup import BackupReport, backup
 from .config import Config
 from .errors import InvalidInput, MemoryServerError, NotFound
-from .portable import FORMATS, export_json, import_file
-from .portable import ImportReport as JsonImportReport
-from .render import ImportReport, import_markdown, render_store
+from .importing import FORMATS, ImportSummary, import_bytes
+from .portable import export_json
+from .progress import Bar
+from .render import render_store
 from .segmenter import Segmenter
 from .service import MemoryService
 from .settings import ENV_VARS
@@ -49,8 +50,10 @@ examples:
   mcp-memory-server backup memory-copy.db    a consistent copy, safe while servers write
   mcp-memory-server export memories.json     every memory, archived ones and history, as JSON
   mcp-memory-server import memories.json     load such a file (again: nothing changes)
-  mcp-memory-server import-markdown FILE     add a MEMORY.md file's items as memories
-  mcp-memory-server export-markdown --full   every core memory as MEMORY.md, untruncated"""
+  mcp-memory-server import memory.jsonl      the reference memory server's knowledge graph
+  mcp-memory-server import export.zip        an OpenMemory export (or mem0's get_all as JSON)
+  mcp-memory-server import MEMORY.md         a MEMORY.md file's items as memories
+  mcp-memory-server export --format markdown every core memory as MEMORY.md, untruncated"""
 )
 
 
@@ -142,19 +145,29 @@ def build_parser() -> argparse.ArgumentParser:
         help="write every memory (archived ones, history, sessions, profile edits) as JSON, losslessly",
     )
     exported_json.add_argument("file", nargs="?", help="where to write it (default: stdout)")
+    exported_json.add_argument(
+        "--format",
+        choices=("json", "markdown"),
+        default="json",
+        help="json: everything, losslessly (default); markdown: every core memory as MEMORY.md, untruncated",
+    )
     imported_json = commands.add_parser(
         "import",
         parents=[_common(False)],
-        help="load a file written by export, all or nothing (again: nothing changes)",
+        help="load memories from a file, all or nothing (again: nothing changes)",
     )
     imported_json.add_argument("file", help="the file to import")
     imported_json.add_argument(
-        "--format", choices=FORMATS, default="json", help="the file's format: json, this server's export (default)"
+        "--format",
+        choices=FORMATS,
+        default=None,
+        help="json (this server's export), memory-jsonl (the reference memory server's memory.jsonl), mem0 "
+        "(mem0 or OpenMemory exports) or markdown (MEMORY.md); default: guessed from the file",
     )
     imported = commands.add_parser(
         "import-markdown",
         parents=[_common(False)],
-        help="add the items of a MEMORY.md file as memories (again: nothing changes)",
+        help="the same as import FILE --format markdown",
     )
     imported.add_argument("file", help="the Markdown file, sections as memory://MEMORY.md writes them")
     exported = commands.add_parser(
@@ -197,15 +210,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.command == "export":
             _existing(config)
-            _write(args.file, anyio.run(_export, config))
+            if args.format == "markdown":
+                _write(args.file, anyio.run(_export_markdown, config, True))
+            else:
+                _write(args.file, anyio.run(_export, config))
             return 0
-        if args.command == "import":
-            loaded = anyio.run(_import, config, _read(args.file), args.format)
-            print(f"{args.file}: {_json_summary(loaded)}")
-            return 0
-        if args.command == "import-markdown":
-            report = anyio.run(_import_markdown, config, _read(args.file))
-            print(f"{args.file}: {_import_summary(report)}")
+        if args.command in ("import", "import-markdown"):
+            chosen = "markdown" if args.command == "import-markdown" else args.format
+            loaded = anyio.run(_import, config, args.file, _read(args.file), chosen)
+            print(f"{args.file}: {loaded.detail}")
             return 0
         if args.command == "export-markdown":
             _write(args.file, anyio.run(_export_markdown, config, args.full))
@@ -293,20 +306,10 @@ async def _search(config: Config, args: argparse.Namespace) -> int:
     return 0
 
 
-def _import_summary(report: ImportReport) -> str:
-    summary = f"{report.lines} items, {len(report.created)} created, {report.present} already present"
-    if report.withheld:
-        summary += f", secrets withheld from {report.withheld}"
-    if report.refused:
-        lines = ", ".join(map(str, report.refused))
-        summary += f", left out as secrets: line{'s' if len(report.refused) > 1 else ''} {lines}"
-    return summary
-
-
-def _read(file: str) -> str:
+def _read(file: str) -> bytes:
     try:
-        return Path(file).read_text(encoding="utf-8-sig")  # a BOM, as some Windows editors write, is not text
-    except (OSError, UnicodeDecodeError) as exc:
+        return Path(file).read_bytes()  # bytes: a zip or gzip export is unpacked, text decoded, by importing
+    except OSError as exc:
         raise NotFound(f"cannot read {file}: {exc}") from exc
 
 
@@ -322,34 +325,21 @@ def _write(file: str | None, text: str) -> None:
 
 
 async def _export(config: Config) -> str:
-    async with Store(config, Segmenter(config.cache_dir)) as store:
-        return await export_json(store)
+    bar = Bar("exporting")
+    try:
+        async with Store(config, Segmenter(config.cache_dir)) as store:
+            return await export_json(store, progress=bar)
+    finally:
+        bar.close()
 
 
-async def _import(config: Config, text: str, file_format: str) -> JsonImportReport:
-    async with Store(config, Segmenter(config.cache_dir)) as store:
-        return await import_file(store, text, file_format=file_format)
-
-
-def _json_summary(report: JsonImportReport) -> str:
-    archived = f" and {report.archived} archived" if report.archived else ""
-    summary = f"{report.memories} memories{archived}, {len(report.created)} created, {report.present} already present"
-    if report.sessions_added or report.sessions_present:
-        summary += f", sessions: {report.sessions_added} added, {report.sessions_present} already present"
-    if report.profile_edits:
-        summary += ", profile edits added"
-    if report.withheld:
-        summary += f", secrets withheld from {report.withheld}"
-    if report.refused:
-        summary += f", left out as secrets: {', '.join(report.refused)}"
-    if report.renamed:
-        summary += ", ids taken here and changed: " + ", ".join(f"{a} -> {b}" for a, b in report.renamed.items())
-    return summary
-
-
-async def _import_markdown(config: Config, text: str) -> ImportReport:
-    async with Store(config, Segmenter(config.cache_dir)) as store:
-        return await import_markdown(store, text)
+async def _import(config: Config, file: str, data: bytes, file_format: str | None) -> ImportSummary:
+    bar = Bar("importing")
+    try:
+        async with Store(config, Segmenter(config.cache_dir)) as store:
+            return await import_bytes(store, data, file_format, name=file, progress=bar)
+    finally:
+        bar.close()
 
 
 async def _export_markdown(config: Config, full: bool) -> str:

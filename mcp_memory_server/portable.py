@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -42,10 +42,16 @@ from .rows import COLUMNS, iso, memory_id, utcnow
 from .store import Store
 from .tx import Tx
 
-__all__ = ["FORMATS", "ImportReport", "export_data", "export_json", "import_file"]
+__all__ = ["ImportReport", "Progress", "Step", "add_records", "export_data", "export_json", "import_file"]
 
-FORMATS = ("json",)  # what `import --format` reads
+Progress = Callable[[int, int], Awaitable[None]]  # (items done, items in all)
+Step = Callable[[int], Awaitable[None]]  # told how many more items are done
+_EVERY = 1000  # items between two reports of progress
 _SESSION = "session_id, current_topic, context_variables, turn_count, last_emotion, created_at, updated_at"
+_TOP = (  # the largest seq ever handed out, archived ones included
+    "SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'memories'), 0),"
+    " coalesce((SELECT max(seq) FROM memories), 0), coalesce((SELECT max(seq) FROM memory_archive), 0))"
+)
 _CHUNK = 500  # rows per multi-row INSERT: 17 parameters each stays far below SQLite's limit
 
 
@@ -117,14 +123,22 @@ def _memories(rows: Sequence[Sequence[Any]], history: Sequence[Sequence[Any]]) -
         yield item | {"tags": json.loads(item["tags"]), "history": earlier.get(r[0], [])}
 
 
-async def export_json(store: Store, *, now: datetime | None = None) -> str:
+async def export_json(store: Store, *, now: datetime | None = None, progress: Progress | None = None) -> str:
     """The export as text: one item per line, so that a large file stays compact and two
-    exports compare line by line (diff, grep)."""
+    exports compare line by line (diff, grep). `progress` hears of every 1,000 items written."""
     parts = []
-    for name, value in (await export_data(store, now=now)).items():
+    data = await export_data(store, now=now)
+    total = sum(len(v) for v in data.values() if isinstance(v, list))
+    done = 0
+    for name, value in data.items():
         if isinstance(value, list) and value:
-            lines = ",\n  ".join(json.dumps(item, ensure_ascii=False) for item in value)
-            parts.append(f"{json.dumps(name)}: [\n  {lines}\n ]")
+            lines: list[str] = []
+            for start in range(0, len(value), _EVERY):
+                lines += [json.dumps(item, ensure_ascii=False) for item in value[start : start + _EVERY]]
+                done += len(value[start : start + _EVERY])
+                if progress is not None:
+                    await progress(done, total)
+            parts.append(f"{json.dumps(name)}: [\n  " + ",\n  ".join(lines) + "\n ]")
         else:
             parts.append(f"{json.dumps(name)}: {json.dumps(value, ensure_ascii=False)}")
     return "{\n " + ",\n ".join(parts) + "\n}\n"
@@ -134,20 +148,27 @@ async def export_json(store: Store, *, now: datetime | None = None) -> str:
 
 
 async def import_file(
-    store: Store, text: str, *, file_format: str = "json", now: datetime | None = None
+    store: Store, text: str, *, now: datetime | None = None, progress: Progress | None = None
 ) -> ImportReport:
     """Import a file's text in one transaction (see the module's docstring for the rules).
     Raises InvalidInput, naming the item and field, and nothing is written."""
-    if file_format not in FORMATS:
-        raise InvalidInput(f"format {file_format!r} cannot be imported; known formats: {', '.join(FORMATS)}.")
     document = read(text, store.config)
     async with store.transaction() as tx:
-        return await _import(tx, document, now or utcnow())
+        return await _import(tx, document, now or utcnow(), progress)
 
 
-async def _import(tx: Tx, doc: Document, now: datetime) -> ImportReport:
+async def _import(tx: Tx, doc: Document, now: datetime, progress: Progress | None) -> ImportReport:
     records = doc.memories + doc.archived
     new = await _absent(tx, records)
+    done = len(records) - len(new)
+
+    async def step(count: int) -> None:
+        nonlocal done
+        done += count
+        if progress is not None:
+            await progress(done, len(records))
+
+    await step(0)
     live = [r for r in new if r.archived is None]
     holders = await key_holders(tx, [r.draft.key for r in live if r.draft.key is not None])
     for record in live:
@@ -166,7 +187,7 @@ async def _import(tx: Tx, doc: Document, now: datetime) -> ImportReport:
             " memory; nothing was imported. Forget one of them, or change the key in the file."
         )
     seqs = await _seqs(tx, new)
-    await _insert(tx, new, seqs)
+    await _insert(tx, new, seqs, step)
     if new:
         await tx.log(list(seqs.values()))
         if live:
@@ -249,10 +270,7 @@ async def _seqs(tx: Tx, records: Sequence[Record]) -> dict[int, int]:
             (wanted,),
         )
     }
-    top = await tx.fetch(
-        "SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'memories'), 0),"
-        " coalesce((SELECT max(seq) FROM memories), 0), coalesce((SELECT max(seq) FROM memory_archive), 0))"
-    )
+    top = await tx.fetch(_TOP)
     following = max([top[0][0], *(r.seq for r in records)]) + 1
     seqs: dict[int, int] = {}
     for record in records:
@@ -263,8 +281,23 @@ async def _seqs(tx: Tx, records: Sequence[Record]) -> dict[int, int]:
     return seqs
 
 
-async def _insert(tx: Tx, records: Sequence[Record], seqs: dict[int, int]) -> None:
-    """Live memories with their full-text rows and history, archived ones with theirs."""
+async def add_records(tx: Tx, records: Sequence[Record], step: Step | None = None) -> list[int]:
+    """Store `records` as new memories under the next ids never handed out (their own seqs, unique
+    among them, only tell them apart); returns the seqs given, in order."""
+    if not records:
+        return []
+    top = await tx.fetch(_TOP)
+    seqs = {r.seq: top[0][0] + i for i, r in enumerate(records, 1)}
+    await _insert(tx, records, seqs, step)
+    await tx.log(list(seqs.values()))
+    if any(r.archived is None for r in records):
+        await tx.profile_stale()
+    return [seqs[r.seq] for r in records]
+
+
+async def _insert(tx: Tx, records: Sequence[Record], seqs: dict[int, int], step: Step | None = None) -> None:
+    """Live memories with their full-text rows and history, archived ones with theirs; `step`
+    hears of every chunk written."""
     ns = tx.namespace
     for archived in (False, True):
         chosen = [r for r in records if (r.archived is not None) == archived]
@@ -318,6 +351,8 @@ async def _insert(tx: Tx, records: Sequence[Record], seqs: dict[int, int]) -> No
                         )
                     ],
                 )
+            if step is not None:
+                await step(len(chunk))
     if records:
         # AUTOINCREMENT must never hand out an imported seq again, archived ones included: restore
         # brings them back under their own seq.

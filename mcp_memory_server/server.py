@@ -14,6 +14,7 @@ from . import __version__, prompts
 from .access import Access
 from .app import carry_state
 from .config import Config
+from .import_tools import add_import_tools
 from .mcplog import LogRelay
 from .notify import Notifier
 from .profile_tools import add_profile_tools
@@ -67,6 +68,7 @@ def build_server(config: Config, segmenter: Segmenter | None = None, access: Acc
     add_memory_tools(server, config)
     add_session_tools(server)
     add_profile_tools(server)
+    add_import_tools(server, config)
     add_resources(server)
     add_prompts(server)
     return server

@@ -260,6 +260,57 @@ profiles = st.one_of(
     json_values,
 )
 
+# ---- imported files (import_memories) ---------------------------------------------------------
+
+FORMATS = ("auto", "json", "memory-jsonl", "mem0", "markdown")
+IMPORT_SAMPLES = (
+    '{"type":"entity","name":"张伟","entityType":"person","observations":["在上海工作","喜欢咖啡"]}\n'
+    '{"type":"relation","from":"张伟","to":"Acme","relationType":"works_at"}',
+    '{"results":[{"id":"m1","memory":"Prefers oat milk","categories":["food"],"created_at":"2025-01-01T00:00:00Z"}]}',
+    '[{"id":"x","content":"以前用 Sublime Text","state":"archived"},{"content":"Has a cat","state":"deleted"}]',
+    "## 偏好\n- 2025-01-12：喝咖啡不加糖\n- Uses vim\n",
+    '{"format":"mcp-memory-server","version":1,"memories":[]}',
+)
+TIMES = ("2025-01-01T00:00:00Z", "2025-01-01T08:00:00", "yesterday", "", 1735689600, 1735689600000, 10**30, -(10**20))
+entities = st.fixed_dictionaries(
+    {"type": hostile(st.sampled_from(("entity", "relation", "observation", "")))},
+    optional={
+        "name": hostile(text(200, 2001)),
+        "entityType": hostile(st.sampled_from(("person", "项目", "organization", "", "x" * 41))),
+        "observations": hostile(st.lists(hostile(text(2000, 2001)), max_size=3)),
+        "from": hostile(st.sampled_from(WORDS)),
+        "to": hostile(text(40, 2001)),
+        "relationType": hostile(st.sampled_from(("works_at", "认识", "", " "))),
+    },
+)
+mem0_rows = st.fixed_dictionaries(
+    {"memory": hostile(text(2000, 2001))},
+    optional={
+        "id": hostile(st.one_of(st.sampled_from(("m1", "m2", "")), st.integers(), sized(199, 201))),
+        "categories": hostile(tag_lists),
+        "created_at": hostile(st.sampled_from(TIMES)),
+        "updated_at": hostile(st.sampled_from(TIMES)),
+        "state": hostile(st.sampled_from(("active", "archived", "paused", "deleted", "ARCHIVED"))),
+        "metadata": hostile(st.dictionaries(st.sampled_from(("category", "categories", "x")), json_values)),
+        "role": hostile(st.sampled_from(("user", "assistant", "system"))),
+    },
+)
+
+
+def _lines_of(values: list[Any]) -> str:
+    return "\n".join(json.dumps(v, ensure_ascii=False) for v in values)
+
+
+import_data = weighted(
+    (3, st.sampled_from(IMPORT_SAMPLES)),
+    (3, st.lists(entities, min_size=1, max_size=4).map(_lines_of)),
+    (3, st.lists(mem0_rows, max_size=4).map(lambda rows: json.dumps({"results": rows}, ensure_ascii=False))),
+    (1, st.lists(mem0_rows, min_size=1, max_size=3).map(_lines_of)),
+    (1, st.tuples(st.sampled_from(IMPORT_SAMPLES), hostile_text).map("".join)),
+    (1, st.sampled_from(("[" * 5000, '{"results": ' * 3000, "\n\n", "- ", "# 标题"))),
+    (2, text(2000, 2001)),
+)
+
 # ---- arguments by name -----------------------------------------------------------------------
 
 ARGUMENTS: Mapping[str, Strategy] = {
@@ -288,6 +339,8 @@ ARGUMENTS: Mapping[str, Strategy] = {
     "field": weighted((9, st.sampled_from((*PROFILE_FIELDS, "active_projects"))), (1, st.sampled_from(("name", "")))),
     "action": weighted((9, st.sampled_from(("add", "remove", "set"))), (1, st.sampled_from(("delete", "")))),
     "text": text(500, 501),
+    "data": import_data,
+    "format": weighted((9, st.sampled_from(FORMATS)), (1, st.sampled_from(("jsonl", "", "AUTO")))),
 }
 EXTRA_NAMES = ("extra", "id", "contents", "__proto__", "", "query\x00", "limit ")
 

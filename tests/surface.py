@@ -13,6 +13,7 @@ TOOLS = frozenset(
         "restore",
         "refresh_profile",
         "edit_profile",
+        "import_memories",
     }
 )
 PROMPTS = frozenset(

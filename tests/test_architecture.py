@@ -60,12 +60,16 @@ RANKS = {
     "prompt_handlers": 10,
     "prompt_set": 1,
     "transports": 10,
-    "server": 11,
-    "cli": 12,
-    "__main__": 13,
+    "server": 12,
+    "cli": 13,
+    "__main__": 14,
     "portable_format": 8,
     "portable": 9,
     "mcplog": 9,
+    "foreign": 3,
+    "importing": 10,
+    "progress": 0,
+    "import_tools": 11,
 }
 # The MCP edge: the only modules that import the SDK.
 MCP_EDGE = {
@@ -79,6 +83,7 @@ MCP_EDGE = {
     "server",
     "notify",
     "mcplog",
+    "import_tools",
 }
 # Third-party libraries that belong to exactly one module.
 OWNERS = {

@@ -437,6 +437,7 @@ def _valid(tool: str) -> dict[str, Any]:
         "extract": {"user_message": "我喜欢喝茶"},
         "refresh_profile": {},
         "edit_profile": {"field": "domains", "action": "add", "text": "茶"},
+        "import_memories": {"data": "## 偏好\n- 用户喜欢喝茶\n", "format": "auto"},
     }[tool]
 
 
@@ -471,6 +472,11 @@ def _huge_variants(tool: Tool) -> Iterator[dict[str, Any]]:
         "remember": [base | {"tags": [MILLION]}],
         "recall": [base | {"tags": [MILLION]}],
         "list": [{"tags": [MILLION]}],
+        "import_memories": [
+            {"data": "- " + MILLION, "format": "markdown"},
+            {"data": json.dumps({"results": [{"memory": MILLION}]}), "format": "auto"},
+            {"data": json.dumps({"type": "entity", "name": MILLION, "observations": ["x"]}), "format": "auto"},
+        ],
     }
     yield from nested.get(tool.name, [])
 

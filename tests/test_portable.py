@@ -14,6 +14,7 @@ import pytest
 from mcp_memory_server import archive, cli
 from mcp_memory_server.config import Config
 from mcp_memory_server.errors import InvalidInput
+from mcp_memory_server.importing import import_text
 from mcp_memory_server.lifecycle import restore
 from mcp_memory_server.portable import export_data, export_json, import_file
 from mcp_memory_server.profiles import edit_profile, get_profile
@@ -173,7 +174,7 @@ async def test_a_bad_file_is_named_precisely_and_changes_nothing(
 @pytest.mark.anyio
 async def test_other_formats_are_refused_by_name(store: Store) -> None:
     with pytest.raises(InvalidInput, match="format 'jsonl' cannot be imported; known formats: json"):
-        await import_file(store, json.dumps(_file()), file_format="jsonl")
+        await import_text(store, json.dumps(_file()), "jsonl")
 
 
 @pytest.mark.anyio

@@ -225,7 +225,7 @@ async def test_every_tool_output_field_is_documented(surface: Surface) -> None:
         assert rows == set(schema["properties"]), f"{name}: README result fields differ from the tool's"
         # Nested objects (memory objects, hits, score breakdowns) are named somewhere in the section.
         nested = _nested_objects(schema)
-        assert nested or name == "forget", f"{name}: no nested objects found in its output schema"
+        assert nested or name in ("forget", "import_memories"), f"{name}: no nested objects in its output schema"
         for path, fields in nested:
             missing = fields - mentioned
             assert not missing, f"{name}: {path} fields {sorted(missing)} are not in the README"

@@ -1,0 +1,351 @@
+"""Import in any format the server reads (json, memory-jsonl, mem0, markdown), with progress, and the
+one summary the CLI prints and the `import_memories` tool returns.
+
+json and markdown keep their own rules (portable.py, render.py). The other tools' files (foreign.py)
+go through `import_items`, in one transaction, all or nothing:
+
+- every item is checked as `remember` checks its arguments; any invalid item stops the import
+  before anything is written, and the message names up to three of them by line or position; an
+  item that is essentially a secret is left out and named, others have their secrets withheld;
+- an item whose text (ignoring case, spacing and punctuation) a memory here already holds, live
+  or archived, in any category, is present and left alone: importing a file twice changes nothing,
+  and nothing is ever overwritten with the same value or deleted;
+- an item with a key (`kg:Alice#2`, `mem0:ID`) whose key a live memory holds, with a text the file
+  holds nowhere, updates that memory (its old value goes to its history): an observation edited in
+  the other tool updates its memory instead of adding a second one. Unless the memory was written
+  or edited here by anything but this importer (another client), or changed later than the item
+  says it was: then it stays as it is, and the item counts as present. A key held by an archived
+  memory, or by one whose text is still in the file elsewhere, is left to it; the item is stored
+  without a key;
+- new memories keep the file's creation and change times (else the import's), the import counts
+  as their last access; items the other tool archived go straight to the archive.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime
+from typing import NamedTuple
+
+from pydantic import Field
+
+from . import validate
+from .config import Config
+from .errors import InvalidInput, SecretRefused
+from .foreign import Item, decode, detect, read_mem0, read_memory_jsonl
+from .models import Draft, Model
+from .portable import ImportReport as JsonReport
+from .portable import add_records, import_file
+from .portable_format import Record
+from .render import ImportReport as MarkdownReport
+from .render import import_markdown
+from .rows import iso, memory_id, utcnow
+from .store import Store
+from .tokens import fingerprint, normalize
+
+__all__ = ["FORMATS", "ImportSummary", "Progress", "import_bytes", "import_items", "import_text"]
+
+FORMATS = ("json", "memory-jsonl", "mem0", "markdown")
+Progress = Callable[[int, int], Awaitable[None]]  # (items done, items in all)
+MAX_ERRORS = 3  # invalid items named in one message
+_ERROR_CHARS = 250  # of each
+MAX_IDS = 100
+
+
+class ImportSummary(Model):
+    format: str = Field(description="The file's format: json, memory-jsonl, mem0 or markdown.")
+    items: int = Field(description="Memories the file holds (relations and observations each count).")
+    created: int = Field(description="Memories written, archived ones included.")
+    updated: int = Field(description="Memories whose key the file holds with a new text: the old one is in history.")
+    present: int = Field(description="Items this database already held (or that came earlier in the file).")
+    archived: int = Field(description="Items imported into the archive (archived or paused in the other tool).")
+    skipped: int = Field(description="Items left out because the other tool had deleted them.")
+    withheld: int = Field(description="Items stored with secrets taken out.")
+    refused: list[str] = Field(description="Items left out as essentially a secret, by line or position.")
+    ids: list[str] = Field(description=f"Ids of the memories created or updated (the first {MAX_IDS}).")
+    detail: str = Field(description="The same as one line of text.")
+
+
+async def import_bytes(
+    store: Store,
+    data: bytes,
+    file_format: str | None = None,
+    *,
+    name: str = "the file",
+    progress: Progress | None = None,
+    now: datetime | None = None,
+) -> ImportSummary:
+    """A file as read from disk (zip and gzip unpacked), in `file_format` or the one it looks like."""
+    return await import_text(store, decode(data, name), file_format, progress=progress, now=now)
+
+
+async def import_text(
+    store: Store,
+    text: str,
+    file_format: str | None = None,
+    *,
+    progress: Progress | None = None,
+    now: datetime | None = None,
+) -> ImportSummary:
+    try:
+        return await _import_text(store, text, file_format, progress, now or utcnow())
+    except RecursionError:  # json's parser on thousands of nested brackets
+        raise InvalidInput("the file nests JSON too deeply to be a memory export; nothing was imported.") from None
+
+
+async def _import_text(
+    store: Store, text: str, file_format: str | None, progress: Progress | None, now: datetime
+) -> ImportSummary:
+    if file_format is not None and file_format not in FORMATS:
+        raise InvalidInput(f"format {file_format!r} cannot be imported; known formats: {', '.join(FORMATS)}.")
+    chosen = file_format or detect(text)
+    if chosen == "json":
+        return json_summary(await import_file(store, text, now=now, progress=progress))
+    if chosen == "markdown":
+        report = await import_markdown(store, text, now=now)
+        if progress is not None:
+            await progress(report.lines, report.lines)
+        return markdown_summary(report)
+    if chosen == "memory-jsonl":
+        items, skipped = read_memory_jsonl(text), 0
+    else:
+        items, skipped = read_mem0(text)
+    return await import_items(store, items, chosen, skipped=skipped, progress=progress, now=now)
+
+
+def _tags(tags: Sequence[str], config: Config) -> list[str]:
+    """Names and categories of other tools as tags: cut to the tag limits rather than refused."""
+    cut = [" ".join(normalize(t).split())[: config.max_tag_chars].strip() for t in tags]
+    return list(dict.fromkeys(t for t in cut if t))[: config.max_tags]
+
+
+def _check(items: Sequence[Item], config: Config) -> tuple[list[tuple[Item, Draft]], list[str]]:
+    """(item, draft) of the valid items and the ones refused as secrets; InvalidInput naming the
+    first invalid ones."""
+    checked: list[tuple[Item, Draft]] = []
+    refused: list[str] = []
+    errors: list[str] = []
+    for item in items:
+        try:
+            draft = validate.draft(
+                config,
+                content=item.content,
+                category_name=item.category,
+                key_name=item.key,
+                tag_list=_tags(item.tags, config),
+                source_name=item.source,
+                client=item.client,
+            )
+        except SecretRefused:
+            refused.append(item.where)
+            continue
+        except InvalidInput as exc:
+            errors.append(f"{item.where}: {exc}")
+            continue
+        checked.append((item, draft))
+    if errors:
+        more = f" (and {len(errors) - MAX_ERRORS} more)" if len(errors) > MAX_ERRORS else ""
+        named = " ".join(e if len(e) <= _ERROR_CHARS else e[: _ERROR_CHARS - 3] + "..." for e in errors[:MAX_ERRORS])
+        raise InvalidInput(f"nothing was imported: {named}{more}")
+    return checked, refused
+
+
+async def import_items(
+    store: Store,
+    items: Sequence[Item],
+    file_format: str,
+    *,
+    skipped: int = 0,
+    progress: Progress | None = None,
+    now: datetime | None = None,
+) -> ImportSummary:
+    """Store other tools' items in one transaction (see the module's docstring for the rules)."""
+    now = now or utcnow()
+    checked, refused = _check(items, store.config)
+    drafts = [(item, draft, fingerprint(draft.content)) for item, draft in checked]
+    total = len(drafts)
+    if progress is not None:
+        await progress(0, total)
+    records: list[Record] = []
+    updated: list[str] = []
+    present = 0
+    async with store.transaction() as tx:
+        digests = json.dumps(sorted({d for _, _, d in drafts}))
+        keys = json.dumps(sorted({draft.key for _, draft, _ in drafts if draft.key is not None}), ensure_ascii=False)
+        held = {
+            r[0]
+            for r in await tx.fetch(
+                "SELECT content_hash FROM memories WHERE namespace = ?1 AND content_hash IN"
+                " (SELECT value FROM json_each(?2)) UNION SELECT content_hash FROM memory_archive"
+                " WHERE namespace = ?1 AND content_hash IN (SELECT value FROM json_each(?2))",
+                (tx.namespace, digests),
+            )
+        }
+        holders: dict[str, _Holder] = {}
+        for row in await tx.fetch(
+            "SELECT key, seq, content_hash, client, updated_at, 0 FROM memories WHERE namespace = ?1 AND key IN"
+            " (SELECT value FROM json_each(?2)) UNION ALL SELECT key, seq, content_hash, client, updated_at, 1"
+            " FROM memory_archive WHERE namespace = ?1 AND key IN (SELECT value FROM json_each(?2))",
+            (tx.namespace, keys),
+        ):
+            holders.setdefault(row[0], _Holder(*row))  # a live holder first
+        in_file = {d for _, _, d in drafts}
+        taken: set[str] = set()
+        for item, draft, digest in drafts:
+            if digest in held:
+                present += 1
+                continue
+            held.add(digest)
+            key = draft.key
+            holder = holders.get(key) if key is not None and key not in taken else None
+            if holder is not None and not holder.archived and holder.content_hash not in in_file:
+                taken.add(holder.key)
+                if not _replaceable(holder, draft, item):
+                    present += 1  # changed here since: the version here stays
+                    continue
+                updated.append((await tx.replace(holder.seq, draft, digest, now, "imported")).id)
+                continue
+            if key is not None:
+                if key in taken or key in holders:  # the key stays with the memory holding it
+                    draft = draft.model_copy(update={"key": None})
+                taken.add(key)
+            records.append(_record(item, draft, digest, len(records) + 1, now))
+        if progress is not None and (present or updated):
+            await progress(present + len(updated), total)
+        done = present + len(updated)
+
+        async def step(count: int) -> None:
+            nonlocal done
+            done += count
+            if progress is not None:
+                await progress(done, total)
+
+        seqs = await add_records(tx, records, step)
+    created = [memory_id(s) for s in seqs]
+    summary = ImportSummary(
+        format=file_format,
+        items=len(items) + skipped,
+        created=len(created),
+        updated=len(updated),
+        present=present,
+        archived=sum(item.archived is not None for item, _, _ in drafts),
+        skipped=skipped,
+        withheld=sum(bool(draft.withheld) for _, draft, _ in drafts),
+        refused=refused,
+        ids=(created + updated)[:MAX_IDS],
+        detail="",
+    )
+    return summary.model_copy(update={"detail": _line(summary)})
+
+
+class _Holder(NamedTuple):
+    """The memory holding a key an item brings."""
+
+    key: str
+    seq: int
+    content_hash: str
+    client: str | None
+    updated_at: str
+    archived: int
+
+
+def _replaceable(holder: _Holder, draft: Draft, item: Item) -> bool:
+    """Whether an item may update the memory holding its key: one this importer wrote (same client)
+    and not changed later than the item (when the item says when it changed). A memory written or
+    edited here by anything else keeps its text."""
+    if holder.client != draft.client:
+        return False
+    return item.updated_at is None or iso(item.updated_at) > holder.updated_at
+
+
+def _record(item: Item, draft: Draft, digest: str, number: int, now: datetime) -> Record:
+    created = item.created_at or now
+    changed = max(item.updated_at or created, created)
+    archived = (iso(item.archived[0] or now), item.archived[1]) if item.archived else None
+    return Record(
+        where=item.where,
+        seq=number,
+        draft=draft.model_copy(update={"withheld": ()}),
+        content_hash=digest,
+        created_at=iso(created),
+        updated_at=iso(changed),
+        last_accessed=iso(now),
+        access_count=0,
+        history=(),
+        archived=archived,
+    )
+
+
+def _line(s: ImportSummary) -> str:
+    line = f"{s.items} items, {s.created} created, {s.updated} updated, {s.present} already present"
+    if s.archived:
+        line += f", {s.archived} of them archived"
+    if s.skipped:
+        line += f", {s.skipped} deleted ones left out"
+    if s.withheld:
+        line += f", secrets withheld from {s.withheld}"
+    if s.refused:
+        line += f", left out as secrets: {', '.join(s.refused)}"
+    return line
+
+
+# ---- the reports of json and markdown as summaries ----------------------------------------------
+
+
+def json_line(report: JsonReport) -> str:
+    archived = f" and {report.archived} archived" if report.archived else ""
+    summary = f"{report.memories} memories{archived}, {len(report.created)} created, {report.present} already present"
+    if report.sessions_added or report.sessions_present:
+        summary += f", sessions: {report.sessions_added} added, {report.sessions_present} already present"
+    if report.profile_edits:
+        summary += ", profile edits added"
+    if report.withheld:
+        summary += f", secrets withheld from {report.withheld}"
+    if report.refused:
+        summary += f", left out as secrets: {', '.join(report.refused)}"
+    if report.renamed:
+        summary += ", ids taken here and changed: " + ", ".join(f"{a} -> {b}" for a, b in report.renamed.items())
+    return summary
+
+
+def json_summary(report: JsonReport) -> ImportSummary:
+    return ImportSummary(
+        format="json",
+        items=report.memories + report.archived,
+        created=len(report.created),
+        updated=0,
+        present=report.present,
+        archived=report.archived,
+        skipped=0,
+        withheld=report.withheld,
+        refused=report.refused,
+        ids=report.created[:MAX_IDS],
+        detail=json_line(report),
+    )
+
+
+def markdown_line(report: MarkdownReport) -> str:
+    summary = f"{report.lines} items, {len(report.created)} created, {report.present} already present"
+    if report.withheld:
+        summary += f", secrets withheld from {report.withheld}"
+    if report.refused:
+        lines = ", ".join(map(str, report.refused))
+        summary += f", left out as secrets: line{'s' if len(report.refused) > 1 else ''} {lines}"
+    return summary
+
+
+def markdown_summary(report: MarkdownReport) -> ImportSummary:
+    return ImportSummary(
+        format="markdown",
+        items=report.lines,
+        created=len(report.created),
+        updated=0,
+        present=report.present,
+        archived=0,
+        skipped=0,
+        withheld=report.withheld,
+        refused=[f"line {n}" for n in report.refused],
+        ids=report.created[:MAX_IDS],
+        detail=markdown_line(report),
+    )
