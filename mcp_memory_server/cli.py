@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-import webbrowser
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -287,6 +286,8 @@ def _dashboard(config: Config, args: argparse.Namespace) -> int:
     def ready(url: str) -> None:
         print(f"dashboard: {url}", flush=True)  # the CLI, not stdio mode: stdout is the user's
         if args.open:
+            import webbrowser
+
             webbrowser.open(url)
 
     anyio.run(serve_dashboard, config, args.host, args.port, access, ready)

@@ -70,7 +70,10 @@ _HEADERS = [
 
 
 def is_public(path: str) -> bool:
-    """The paths that hold no data and need no token."""
+    """The paths that hold no data and need no token (never one with a `..` segment: routing
+    does not resolve those, but a public prefix must not lead anywhere else either)."""
+    if ".." in path.split("/"):
+        return False
     return path in (PREFIX, f"{PREFIX}/", f"{PREFIX}/api/info") or path.startswith(f"{PREFIX}/static/")
 
 
