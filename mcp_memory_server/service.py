@@ -326,6 +326,20 @@ class MemoryService:
         assert seq is not None
         return await self.store.history(seq)
 
+    def _edited(self, memory: Memory, changes: Mapping[str, Any]) -> Draft:
+        value = {name: getattr(memory, name) for name in _EDITABLE} | dict(changes)
+        return validate.draft(
+            self.config,
+            content=value["content"],
+            category_name=value["category"],
+            key_name=value["key"],
+            importance=value["importance"],
+            confidence=value["confidence"],
+            tag_list=value["tags"],
+            source_name=memory.source,
+            tier_name=memory.tier,
+        )
+
     async def edit(self, memory_id: str, changes: Mapping[str, Any], *, now: datetime | None = None) -> RememberResult:
         """Change a memory by id: any of content, key, category, importance, confidence and tags
         (key None or "" removes the key). Validated like `remember`, secrets withheld; the old
@@ -334,24 +348,15 @@ class MemoryService:
         if unknown or not changes:
             raise InvalidInput(f"give at least one of {', '.join(_EDITABLE)} to change; unknown: {unknown}.")
         existing = await self.get(memory_id)
-        value = {name: getattr(existing, name) for name in _EDITABLE} | dict(changes)
-        draft = validate.draft(
-            self.config,
-            content=value["content"],
-            category_name=value["category"],
-            key_name=value["key"],
-            importance=value["importance"],
-            confidence=value["confidence"],
-            tag_list=value["tags"],
-            source_name=existing.source,
-            tier_name=existing.tier,
-        )
+        draft = self._edited(existing, changes)  # bad input fails before the write lock is taken
         seq = parse_id(existing.id)
         assert seq is not None
         async with self.store.transaction() as tx:
             current = await tx.get(seq)
             if current is None:
                 raise NotFound(f"{existing.id} was deleted meanwhile; nothing was changed.")
+            if current != existing:  # written meanwhile: the fields not changed here keep that value
+                draft = self._edited(current, changes)
             if same_value(current, draft):
                 return RememberResult(
                     id=current.id, action="unchanged", memory=current, detail=f"{current.id} already holds this value."
