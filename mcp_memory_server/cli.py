@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import webbrowser
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -127,11 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ui.add_argument("--host", default="127.0.0.1", help="bind address (default: 127.0.0.1)")
     ui.add_argument("--port", type=int, default=8766, help="port (default: 8766; 0: any free port)")
-    ui.add_argument(
-        "--tokens-file",
-        metavar="PATH",
-        help="bearer tokens, one namespace:token a line, as for HTTP mode (default: $MCP_MEMORY_TOKENS_FILE)",
-    )
+    ui.add_argument("--tokens-file", metavar="PATH", help="bearer tokens, as for HTTP mode")
     ui.add_argument(
         "--allow-unauthenticated",
         action="store_true",
@@ -286,8 +283,6 @@ def _dashboard(config: Config, args: argparse.Namespace) -> int:
     def ready(url: str) -> None:
         print(f"dashboard: {url}", flush=True)  # the CLI, not stdio mode: stdout is the user's
         if args.open:
-            import webbrowser
-
             webbrowser.open(url)
 
     anyio.run(serve_dashboard, config, args.host, args.port, access, ready)
