@@ -1,4 +1,5 @@
-"""Serving: streamable HTTP through uvicorn, and stdio on the event loop itself."""
+"""Serving: streamable HTTP through uvicorn (with the dashboard at /ui), the dashboard alone, and
+stdio on the event loop itself."""
 
 # No `from __future__ import annotations`, like the other modules that use the SDK's types.
 
