@@ -2,7 +2,7 @@
 // (#/memories, #/memory/mem_12, #/add, #/profile, #/log, #/stats, #/transfer), toasts and the
 // confirm dialog the views share.
 import { call, getToken, onUnauthorized, setToken } from './api.js';
-import { clear, errorState, errorText, h } from './dom.js';
+import { clear, errorState, errorText, h, icon } from './dom.js';
 import { getLang, LANGS, setLang, t } from './i18n.js';
 import * as add from './views/add.js';
 import * as detail from './views/detail.js';
@@ -13,13 +13,13 @@ import * as stats from './views/stats.js';
 import * as transfer from './views/transfer.js';
 
 const ROUTES = [
-  { name: 'memories', pattern: /^\/memories$/, view: memories, nav: true, icon: '☰' },
+  { name: 'memories', pattern: /^\/memories$/, view: memories, nav: true },
   { name: 'memory', pattern: /^\/memory\/([^/]+)$/, view: detail, parent: 'memories' },
-  { name: 'add', pattern: /^\/add$/, view: add, nav: true, icon: '+' },
-  { name: 'profile', pattern: /^\/profile$/, view: profile, nav: true, icon: '◉' },
-  { name: 'log', pattern: /^\/log$/, view: log, nav: true, icon: '⧗' },
-  { name: 'stats', pattern: /^\/stats$/, view: stats, nav: true, icon: '▤' },
-  { name: 'transfer', pattern: /^\/transfer$/, view: transfer, nav: true, icon: '⇅' },
+  { name: 'add', pattern: /^\/add$/, view: add, nav: true },
+  { name: 'profile', pattern: /^\/profile$/, view: profile, nav: true },
+  { name: 'log', pattern: /^\/log$/, view: log, nav: true },
+  { name: 'stats', pattern: /^\/stats$/, view: stats, nav: true },
+  { name: 'transfer', pattern: /^\/transfer$/, view: transfer, nav: true },
 ];
 
 const root = document.getElementById('app');
@@ -53,7 +53,7 @@ function shell() {
   const nav = h('nav', { class: 'nav', 'aria-label': t('app.nav') },
     ROUTES.filter((r) => r.nav).map((r) =>
       h('a', { href: `#/${r.name}`, class: 'nav-link', 'data-testid': `nav-${r.name}`, 'data-route': r.name },
-        h('span', { class: 'nav-icon', 'aria-hidden': 'true' }, r.icon), t(`nav.${r.name}`))));
+        icon(r.name), h('span', {}, t(`nav.${r.name}`)))));
   const namespace = ctx.info.namespace;
   const signOut = ctx.info.auth
     ? h('button', { type: 'button', class: 'btn btn-ghost', 'data-testid': 'sign-out', onclick: () => signIn() },

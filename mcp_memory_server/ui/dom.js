@@ -133,3 +133,27 @@ export function field(labelText, control, hint) {
   return h('div', { class: 'field' },
     h('label', { for: id }, labelText), control, hint ? h('small', { class: 'hint' }, hint) : null);
 }
+
+// Line icons (24x24, stroked), drawn as SVG so no font needs the glyphs.
+const ICONS = {
+  memories: ['M4 6h16', 'M4 12h16', 'M4 18h10'],
+  add: ['M12 5v14', 'M5 12h14'],
+  profile: ['M12 12a4 4 0 1 0 0-8 4 4 0 0 0 0 8z', 'M4 20c1.5-3.5 4.5-5 8-5s6.5 1.5 8 5'],
+  log: ['M4 5h16l-6 7v6l-4 2v-8z'],
+  stats: ['M5 20V10', 'M12 20V4', 'M19 20v-7'],
+  transfer: ['M7 4v14', 'M3 14l4 4 4-4', 'M17 20V6', 'M13 10l4-4 4 4'],
+};
+
+export function icon(name) {
+  const ns = 'http://www.w3.org/2000/svg';
+  const svg = document.createElementNS(ns, 'svg');
+  svg.setAttribute('viewBox', '0 0 24 24');
+  svg.setAttribute('class', 'icon');
+  svg.setAttribute('aria-hidden', 'true');
+  for (const d of ICONS[name] || []) {
+    const path = document.createElementNS(ns, 'path');
+    path.setAttribute('d', d);
+    svg.append(path);
+  }
+  return svg;
+}

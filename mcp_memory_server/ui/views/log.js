@@ -32,7 +32,7 @@ function entryCard(entry) {
       h('span', { class: `badge status-${entry.status}`, 'data-testid': 'log-status' }, t(`log.status_${entry.status}`)),
       h('span', { class: 'muted grow' },
         entry.session_id ? [t('log.session'), ' ', h('code', {}, entry.session_id), ' · '] : null,
-        entry.client ? [t('field.client'), ' ', entry.client, ' · '] : null,
+        entry.client ? [t('log.client'), ' ', entry.client, ' · '] : null,
         h('time', { datetime: entry.created_at }, fmtDate(entry.created_at)))),
     h('div', { class: 'exchange' },
       h('div', {}, h('span', { class: 'label' }, t('log.user')), h('p', { 'data-testid': 'log-user' }, entry.user_preview)),
