@@ -142,13 +142,19 @@ function confirm({ title, message, ok }) {
   });
 }
 
+/** A 401 in our words (by the gate's error code), then the server's own description. */
+function rejection(problem) {
+  const head = (problem.code && t(`auth.code_${problem.code}`, {}, null)) || t('auth.rejected');
+  return problem.message ? `${head} ${problem.message}` : head.replace(/[:：]$/, '');
+}
+
 function signIn(problem) {
   setToken(null);
   clear(root);
   const input = h('input', { type: 'password', id: 'token', 'data-testid': 'signin-token', autocomplete: 'current-password',
     required: true, spellcheck: 'false' });
   const error = h('p', { class: 'alert alert-error', 'data-testid': 'signin-error', role: 'alert', hidden: !problem },
-    problem ? errorText(problem) : '');
+    problem ? rejection(problem) : '');
   const button = h('button', { type: 'submit', class: 'btn btn-primary', 'data-testid': 'signin-submit' }, t('auth.sign_in'));
   const form = h('form', { class: 'signin card', 'data-testid': 'signin-form' },
     h('div', { class: 'signin-head' }, h('span', { class: 'brand-mark', 'aria-hidden': 'true' }, '記'),
@@ -171,7 +177,7 @@ function signIn(problem) {
     } catch (problemNow) {
       setToken(null);
       error.hidden = false;
-      error.textContent = problemNow.status === 401 ? `${t('auth.rejected')} ${problemNow.message}` : errorText(problemNow);
+      error.textContent = problemNow.status === 401 ? rejection(problemNow) : errorText(problemNow);
       button.disabled = false;
       input.select();
     }
@@ -189,7 +195,7 @@ async function start() {
     return;
   }
   if (ctx.info.auth && (!getToken() || ctx.info.namespace === null)) {
-    signIn(getToken() ? { status: 401, message: '' } : null);
+    signIn(getToken() ? { status: 401, code: 'invalid_token', message: '' } : null);
     return;
   }
   shell();

@@ -44,6 +44,8 @@ const PAIRS = {
   'auth.sign_in': ['登录', 'Sign in'],
   'auth.sign_out': ['退出', 'Sign out'],
   'auth.rejected': ['令牌未被接受：', 'The token was not accepted:'],
+  'auth.code_invalid_token': ['令牌无效：', 'This token is not valid:'],
+  'auth.code_invalid_request': ['需要令牌：', 'A token is needed:'],
 
   'common.loading': ['加载中…', 'Loading…'],
   'common.error_title': ['出错了', 'Something went wrong'],

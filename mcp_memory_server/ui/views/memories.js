@@ -237,3 +237,8 @@ export function render(ctx, container) {
 export function dropSelected(ids) {
   for (const id of ids) state.selected.delete(id);
 }
+
+/** Open the list filtered (from the statistics page): one category or one tier, first page. */
+export function filterBy({ category = '', tier = '' }) {
+  Object.assign(state, { category, tier, q: '', cursors: [null], page: 0 });
+}

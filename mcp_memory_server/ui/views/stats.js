@@ -2,6 +2,7 @@
 import { call } from '../api.js';
 import { bar, categoryLabel, clear, errorState, fmtBytes, fmtDate, fmtInt, h, spinner } from '../dom.js';
 import { t } from '../i18n.js';
+import { filterBy } from './memories.js';
 
 export function render(ctx, container) {
   const load = async () => {
@@ -20,13 +21,14 @@ export function render(ctx, container) {
 function show(container, stats) {
   const tile = (name, value) => h('div', { class: 'card tile', 'data-testid': `stat-${name}` },
     h('span', { class: 'stat-value num' }, value), h('span', { class: 'stat-label' }, t(`stats.${name}`)));
-  const breakdown = (title, counts, label, testid) => {
+  const breakdown = (title, counts, label, testid, filter) => {
     const entries = Object.entries(counts).sort((a, b) => b[1] - a[1]);
     const most = Math.max(1, ...entries.map(([, n]) => n));
     return h('section', { class: 'card', 'data-testid': testid }, h('h2', {}, title),
       entries.length ? h('table', { class: 'table table-compact bars' }, h('tbody', {}, entries.map(([name, n]) =>
         h('tr', { 'data-testid': 'stat-row', 'data-name': name },
-          h('td', {}, h('a', { href: '#/memories' }, label(name))),
+          h('td', {}, h('a', { href: '#/memories', 'data-testid': 'stat-link', onclick: () => filterBy({ [filter]: name }) },
+            label(name))),
           h('td', { class: 'col-bar' }, bar(n / most, 'stat-bar')),
           h('td', { class: 'num' }, fmtInt(n))))))
         : h('p', { class: 'muted' }, t('stats.none')));
@@ -36,9 +38,9 @@ function show(container, stats) {
       tile('total', fmtInt(stats.total)), tile('archived', fmtInt(stats.archived)),
       tile('sessions', fmtInt(stats.sessions)), tile('db_bytes', fmtBytes(stats.db_bytes))),
     h('div', { class: 'grid-2' },
-      breakdown(t('stats.by_category'), stats.by_category, categoryLabel, 'stats-categories'),
+      breakdown(t('stats.by_category'), stats.by_category, categoryLabel, 'stats-categories', 'category'),
       h('div', { class: 'stack' },
-        breakdown(t('stats.by_tier'), stats.by_tier, (x) => t(`tier.${x}`, {}, null) ?? x, 'stats-tiers'),
+        breakdown(t('stats.by_tier'), stats.by_tier, (x) => t(`tier.${x}`, {}, null) ?? x, 'stats-tiers', 'tier'),
         h('section', { class: 'card' }, h('h2', {}, t('stats.database')),
           h('dl', { class: 'fields' },
             h('dt', {}, t('stats.db_path')), h('dd', {}, h('code', { 'data-testid': 'stat-db-path' }, stats.db_path)),
