@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: run serve-stdio test lint typecheck unit clean
+.PHONY: run serve-stdio test lint typecheck unit browser clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -24,7 +24,11 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-unit: $(STAMP)
+# Debian's chromium and a CJK font for tests/test_dashboard_browser.py, when missing (apt-get).
+browser:
+	bash .ci/install-browser
+
+unit: $(STAMP) browser
 	$(BIN)/python -m pytest
 
 test: lint typecheck unit

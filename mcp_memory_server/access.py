@@ -4,8 +4,11 @@ HTTP mode can require a bearer token on every request (`MCP_MEMORY_TOKENS`,
 `MCP_MEMORY_TOKENS_FILE`). Each token belongs to a namespace: the gate in front of the MCP app
 checks the token of every request (not only the first of a session, so a stolen session id is
 worth nothing without a token) and writes the token's namespace into the request's ASGI scope,
-where the MCP handlers read it (`request_namespace`). Namespaces are separate memories in one
-database: every query of the store is limited to one namespace.
+where the MCP handlers and the dashboard read it (`request_namespace`). Only the dashboard's page,
+its static files and /ui/api/info, which hold no data, pass without a token. Namespaces are
+separate memories in one database: every query of the store is limited to one namespace.
+
+The Host and Origin patterns of DNS-rebinding protection live here too, shared by /mcp and /ui.
 
 Plain ASGI, no web framework: the gate only reads one header and answers 401 itself.
 """
@@ -18,7 +21,7 @@ import json
 import logging
 import secrets
 import stat
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +29,16 @@ from .config import Config
 from .errors import InvalidInput
 from .settings import parse_tokens
 
-__all__ = ["NAMESPACE_SCOPE_KEY", "Access", "BearerGate", "new_token", "request_namespace"]
+__all__ = [
+    "LOOPBACK",
+    "NAMESPACE_SCOPE_KEY",
+    "Access",
+    "BearerGate",
+    "matches",
+    "new_token",
+    "origin_patterns",
+    "request_namespace",
+]
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +50,28 @@ Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
+
+
+def origin_patterns(allowed_hosts: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(Host patterns, Origin patterns) a request may name: loopback and `allowed_hosts`, each with
+    any port unless it names one (`host:*`). The DNS-rebinding rule of /mcp and of the dashboard."""
+    hosts: list[str] = []
+    origins: list[str] = []
+    for host in (*LOOPBACK, *allowed_hosts):
+        has_port = host.rsplit(":", 1)[-1].isdigit() and not host.endswith("]")
+        patterns = [host] if has_port else [host, f"{host}:*"]
+        hosts += patterns
+        origins += [f"{scheme}://{pattern}" for scheme in ("http", "https") for pattern in patterns]
+    return hosts, origins
+
+
+def matches(value: str, patterns: Sequence[str]) -> bool:
+    """Whether a Host or Origin header is one of `patterns` (`name:*`: that name with any port),
+    compared as the SDK's transport security compares them."""
+    return value in patterns or any(p.endswith(":*") and value.startswith(p[:-1]) for p in patterns)
 
 
 def new_token() -> str:
@@ -103,17 +137,26 @@ def _bearer(scope: Scope) -> str | None:
 
 
 class BearerGate:
-    """ASGI middleware: a request without a valid bearer token gets 401 and reaches nothing."""
+    """ASGI middleware: a request without a valid bearer token gets 401 and reaches nothing,
+    except the paths `public` admits (pages that hold no data): they pass without a token, and
+    with a valid one carry its namespace like any other request."""
 
-    def __init__(self, app: ASGIApp, access: Access) -> None:
+    def __init__(self, app: ASGIApp, access: Access, public: Callable[[str], bool] | None = None) -> None:
         self.app = app
         self.access = access
+        self.public = public
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":  # the lifespan protocol: start-up and shut-down
             await self.app(scope, receive, send)
             return
         token = _bearer(scope)
+        if self.public is not None and self.public(scope.get("path", "")):
+            namespace = self.access.namespace_for(token) if token else None
+            if namespace is not None:
+                scope[NAMESPACE_SCOPE_KEY] = namespace
+            await self.app(scope, receive, send)
+            return
         if token is None:
             await _refuse(send, "invalid_request", "this server needs an Authorization: Bearer <token> header.")
             return

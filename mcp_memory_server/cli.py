@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import webbrowser
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from .render import render_store
 from .segmenter import Segmenter
 from .service import MemoryService
 from .settings import ENV_VARS
+from .spaces import Opened
 from .store import Store
 
 __all__ = ["main"]
@@ -44,6 +46,7 @@ _EPILOG = (
 examples:
   mcp-memory-server                          serve over stdio (for MCP clients)
   mcp-memory-server --transport http         serve on http://127.0.0.1:8765/mcp
+  mcp-memory-server dashboard               the web dashboard on http://127.0.0.1:8766/ui
   mcp-memory-server token                    a new bearer token for MCP_MEMORY_TOKENS
   mcp-memory-server search "咖啡"             what would recall return?
   mcp-memory-server stats                    counts, database path and size
@@ -121,6 +124,20 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     serve = commands.add_parser("serve", parents=[_common(False)], help="serve MCP (the default)")
     _serve_options(serve, False)
+    ui = commands.add_parser(
+        "dashboard",
+        parents=[_common(False)],
+        help="serve the web dashboard alone (browse, search, edit, import and export memories) and print its URL",
+    )
+    ui.add_argument("--host", default="127.0.0.1", help="bind address (default: 127.0.0.1)")
+    ui.add_argument("--port", type=int, default=8766, help="port (default: 8766; 0: any free port)")
+    ui.add_argument("--tokens-file", metavar="PATH", help="bearer tokens, as for HTTP mode")
+    ui.add_argument(
+        "--allow-unauthenticated",
+        action="store_true",
+        help="serve on a non-loopback address without tokens (anyone who reaches it can read and change every memory)",
+    )
+    ui.add_argument("--open", action="store_true", help="open the dashboard in the default web browser")
     commands.add_parser("stats", parents=[_common(False)], help="print counts, database path and size as JSON")
     commands.add_parser("token", help="print a new random bearer token for MCP_MEMORY_TOKENS")
     search = commands.add_parser(
@@ -201,6 +218,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         _configure_logging(config.log_level)
         if args.command == "stats":
             return anyio.run(_stats, config)
+        if args.command == "dashboard":
+            return _dashboard(config, args)
         if args.command == "search":
             return anyio.run(_search, config, args)
         if args.command == "backup":  # it refuses a missing database itself
@@ -239,16 +258,28 @@ def _serve(config: Config, args: argparse.Namespace) -> int:
         anyio.run(serve_stdio, build_server(config))
         return 0
     host, port = args.host, args.port
+    access = _access(config, host, args.allow_unauthenticated)
+    url = f"http://{host}:{port}/mcp"
+    log.info("serving MCP over streamable HTTP at %s", url)
+    log.info("web dashboard at http://%s:%s/ui", host, port)
+    log.info(
+        "try it: npx @modelcontextprotocol/inspector, then connect with transport 'Streamable HTTP' and URL %s", url
+    )
+    opened = Opened()
+    anyio.run(serve_http, build_server(config, access=access, opened=opened), config, host, port, access, opened)
+    return 0
+
+
+def _access(config: Config, host: str, allow_unauthenticated: bool) -> Access | None:
+    """The tokens of HTTP mode and the dashboard; refuses a non-loopback address without them."""
     access = Access.load(config)
     loopback = host in ("127.0.0.1", "localhost", "::1")
-    if access is None and not loopback and not args.allow_unauthenticated:
+    if access is None and not loopback and not allow_unauthenticated:
         raise InvalidInput(
             f"refusing to serve {host} without tokens: anyone who can reach it could read and change every "
             "memory. Set MCP_MEMORY_TOKENS (see `mcp-memory-server token`), or pass --allow-unauthenticated "
             "if something in front of the server checks who calls."
         )
-    url = f"http://{host}:{port}/mcp"
-    log.info("serving MCP over streamable HTTP at %s", url)
     if access is not None:
         log.info("bearer token required; namespaces: %s", ", ".join(repr(n) for n in access.namespaces))
     elif not loopback:
@@ -256,10 +287,21 @@ def _serve(config: Config, args: argparse.Namespace) -> int:
     if not loopback:
         accepted = ", ".join(("loopback", *config.allowed_hosts))
         log.info("Host headers accepted: %s (MCP_MEMORY_ALLOWED_HOSTS adds more)", accepted)
-    log.info(
-        "try it: npx @modelcontextprotocol/inspector, then connect with transport 'Streamable HTTP' and URL %s", url
-    )
-    anyio.run(serve_http, build_server(config, access=access), config, host, port, access)
+    return access
+
+
+def _dashboard(config: Config, args: argparse.Namespace) -> int:
+    from .transports import serve_dashboard  # imports starlette and uvicorn: only when serving
+
+    log.info("mcp-memory-server %s dashboard, memory database: %s", __version__, config.db_path)
+    access = _access(config, args.host, args.allow_unauthenticated)
+
+    def ready(url: str) -> None:
+        print(f"dashboard: {url}", flush=True)  # the CLI, not stdio mode: stdout is the user's
+        if args.open:
+            webbrowser.open(url)
+
+    anyio.run(serve_dashboard, config, args.host, args.port, access, ready)
     return 0
 
 

@@ -22,7 +22,7 @@ from .prompt_handlers import add_prompts
 from .resources import add_resources
 from .segmenter import Segmenter
 from .session_tools import add_session_tools
-from .spaces import Spaces
+from .spaces import Opened, Spaces
 from .tools import add_memory_tools
 from .transports import serve_http, serve_stdio
 
@@ -31,9 +31,12 @@ __all__ = ["build_server", "serve_http", "serve_stdio"]
 SERVER_NAME = "mcp-memory-server"
 
 
-def build_server(config: Config, segmenter: Segmenter | None = None, access: Access | None = None) -> MCPServer[Spaces]:
+def build_server(
+    config: Config, segmenter: Segmenter | None = None, access: Access | None = None, opened: Opened | None = None
+) -> MCPServer[Spaces]:
     """A ready-to-run server; the database opens when it starts, jieba loads in the background.
-    With `access` (HTTP with tokens) it serves the tokens' namespaces, each request in its own."""
+    With `access` (HTTP with tokens) it serves the tokens' namespaces, each request in its own.
+    `opened` receives the open namespaces while the server runs (the dashboard of HTTP mode)."""
     seg = segmenter or Segmenter(config.cache_dir)
     notifier = Notifier(config.namespace)
     relay = LogRelay(config.log_level, config.namespace)
@@ -48,7 +51,13 @@ def build_server(config: Config, segmenter: Segmenter | None = None, access: Acc
                 async with Spaces(
                     config, seg, namespaces, require_token=access is not None, background=[notifier.run]
                 ) as spaces:
-                    yield spaces
+                    if opened is not None:
+                        opened.set(spaces)
+                    try:
+                        yield spaces
+                    finally:
+                        if opened is not None:
+                            opened.set(None)
             finally:
                 tasks.cancel_scope.cancel()
 

@@ -101,6 +101,9 @@ _ITEM_FIELDS = {
 }
 
 
+_EDITABLE = ("content", "key", "category", "importance", "confidence", "tags")
+
+
 def _remember_args(item: Mapping[str, Any]) -> dict[str, Any]:
     unknown = set(item) - set(_ITEM_FIELDS)
     if unknown:
@@ -322,6 +325,51 @@ class MemoryService:
         seq = parse_id(memory.id)
         assert seq is not None
         return await self.store.history(seq)
+
+    def _edited(self, memory: Memory, changes: Mapping[str, Any]) -> Draft:
+        value = {name: getattr(memory, name) for name in _EDITABLE} | dict(changes)
+        return validate.draft(
+            self.config,
+            content=value["content"],
+            category_name=value["category"],
+            key_name=value["key"],
+            importance=value["importance"],
+            confidence=value["confidence"],
+            tag_list=value["tags"],
+            source_name=memory.source,
+            tier_name=memory.tier,
+        )
+
+    async def edit(self, memory_id: str, changes: Mapping[str, Any], *, now: datetime | None = None) -> RememberResult:
+        """Change a memory by id: any of content, key, category, importance, confidence and tags
+        (key None or "" removes the key). Validated like `remember`, secrets withheld; the old
+        value goes to the memory's history (reason "edited")."""
+        unknown = sorted(set(changes) - set(_EDITABLE))
+        if unknown or not changes:
+            raise InvalidInput(f"give at least one of {', '.join(_EDITABLE)} to change; unknown: {unknown}.")
+        existing = await self.get(memory_id)
+        draft = self._edited(existing, changes)  # bad input fails before the write lock is taken
+        seq = parse_id(existing.id)
+        assert seq is not None
+        async with self.store.transaction() as tx:
+            current = await tx.get(seq)
+            if current is None:
+                raise NotFound(f"{existing.id} was deleted meanwhile; nothing was changed.")
+            if current != existing:  # written meanwhile: the fields not changed here keep that value
+                draft = self._edited(current, changes)
+            if same_value(current, draft):
+                return RememberResult(
+                    id=current.id, action="unchanged", memory=current, detail=f"{current.id} already holds this value."
+                )
+            holder = await tx.by_key(draft.key) if draft.key is not None else None
+            if holder is not None and holder.id != current.id:
+                raise InvalidInput(f"key {draft.key!r} belongs to {holder.id}; keys are unique, nothing was changed.")
+            memory = await tx.replace(seq, draft, fingerprint(draft.content), now or utcnow(), "edited")
+        detail = f"Edited {memory.id}; the old value is kept in its history."
+        if draft.withheld:
+            detail = f"{detail} {describe(draft.withheld)}"
+        withheld = list(draft.withheld)
+        return RememberResult(id=memory.id, action="updated", memory=memory, detail=detail, withheld=withheld)
 
     async def stats(self) -> Stats:
         return await self.store.stats()

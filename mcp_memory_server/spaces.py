@@ -21,14 +21,14 @@ import anyio.abc
 
 from . import __version__, lifecycle
 from .config import Config
-from .errors import MemoryServerError, NotFound
+from .errors import MemoryServerError, NotFound, StoreError
 from .segmenter import Segmenter
 from .service import MemoryService
 from .sessions import Sessions
 from .sieve import Sieve
 from .store import Store
 
-__all__ = ["SERVING", "AppState", "Background", "Spaces"]
+__all__ = ["SERVING", "AppState", "Background", "Opened", "Spaces"]
 
 log = logging.getLogger(__name__)
 
@@ -171,3 +171,19 @@ class Spaces:
             return self._open[name]
         except KeyError:
             raise NotFound(f"namespace {name!r} is not served by this process") from None
+
+
+class Opened:
+    """Where a lifespan puts the `Spaces` it opened, for the parts of the process that do not
+    run inside it (the dashboard beside the MCP endpoint uses the same stores and indexes)."""
+
+    def __init__(self) -> None:
+        self._spaces: Spaces | None = None
+
+    def set(self, spaces: Spaces | None) -> None:
+        self._spaces = spaces
+
+    def get(self) -> Spaces:
+        if self._spaces is None:
+            raise StoreError("the server is starting or stopping; the memories are not open. Try again in a moment.")
+        return self._spaces

@@ -1,13 +1,15 @@
-"""Serving: streamable HTTP through uvicorn, and stdio on the event loop itself."""
+"""Serving: streamable HTTP through uvicorn (with the dashboard at /ui), the dashboard alone, and
+stdio on the event loop itself."""
 
 # No `from __future__ import annotations`, like the other modules that use the SDK's types.
 
 import asyncio
 import logging
 import os
+import socket
 import stat
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from typing import Any, Self
 
@@ -17,53 +19,72 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.message import SessionMessage
 
-from .access import Access, BearerGate
+from . import dashboard
+from .access import Access, BearerGate, origin_patterns
 from .config import Config
-from .spaces import Spaces
+from .spaces import Opened, Spaces
 
-__all__ = ["http_app", "serve_http", "serve_stdio", "transport_security"]
+__all__ = ["http_app", "serve_dashboard", "serve_http", "serve_stdio", "transport_security"]
 
 log = logging.getLogger(__name__)
-
-
-_LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
 
 
 def transport_security(allowed_hosts: Sequence[str]) -> TransportSecuritySettings:
     """DNS-rebinding protection, always on: a request must name this server in its Host header
     (loopback, or one of `allowed_hosts`), and a browser's Origin must be one of those hosts, so
     a web page on another site cannot reach the server through a name it resolves to us."""
-    hosts: list[str] = []
-    origins: list[str] = []
-    for host in (*_LOOPBACK, *allowed_hosts):
-        has_port = host.rsplit(":", 1)[-1].isdigit() and not host.endswith("]")
-        patterns = [host] if has_port else [host, f"{host}:*"]
-        hosts += patterns
-        origins += [f"{scheme}://{pattern}" for scheme in ("http", "https") for pattern in patterns]
+    hosts, origins = origin_patterns(allowed_hosts)
     return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
 
 
-def http_app(server: MCPServer[Spaces], config: Config, access: Access | None) -> Any:
+def http_app(server: MCPServer[Spaces], config: Config, access: Access | None, opened: Opened | None = None) -> Any:
     """The ASGI app of HTTP mode: streamable HTTP at /mcp with its request-size limit and
-    DNS-rebinding protection, behind the bearer-token gate when tokens are configured."""
+    DNS-rebinding protection, behind the bearer-token gate when tokens are configured; with
+    `opened` (which the server's lifespan fills), the dashboard at /ui over the same namespaces."""
     app = server.streamable_http_app(
         streamable_http_path="/mcp",
         max_request_body_size=config.max_body_bytes,
         transport_security=transport_security(config.allowed_hosts),
     )
+    if opened is not None:
+        return dashboard.beside(app, config, opened, access)
     return BearerGate(app, access) if access is not None else app
 
 
 async def serve_http(
-    server: MCPServer[Spaces], config: Config, host: str, port: int, access: Access | None = None
+    server: MCPServer[Spaces],
+    config: Config,
+    host: str,
+    port: int,
+    access: Access | None = None,
+    opened: Opened | None = None,
 ) -> None:
     """Serve `http_app`. uvicorn logs through the standard logging setup (stderr), not its own
     default configuration, which would print access lines to stdout."""
+    await _serve(http_app(server, config, access, opened), host, port)
+
+
+async def serve_dashboard(
+    config: Config, host: str, port: int, access: Access | None, ready: Callable[[str], None]
+) -> None:
+    """Serve only the dashboard; `ready` gets its URL once the socket listens (the port bound,
+    for port 0)."""
+    await _serve(dashboard.standalone(config, access), host, port, ready)
+
+
+async def _serve(app: Any, host: str, port: int, ready: Callable[[str], None] | None = None) -> None:
     import uvicorn
 
+    class Server(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            if ready is not None and self.started:
+                bound = self.servers[0].sockets[0].getsockname()[1] if self.servers else port
+                name = f"[{host}]" if ":" in host else host
+                ready(f"http://{name}:{bound}{dashboard.PREFIX}")
+
     level = logging.getLogger().getEffectiveLevel()
-    settings = uvicorn.Config(http_app(server, config, access), host=host, port=port, log_config=None, log_level=level)
-    await uvicorn.Server(settings).serve()
+    await Server(uvicorn.Config(app, host=host, port=port, log_config=None, log_level=level)).serve()
 
 
 async def serve_stdio(server: MCPServer[Spaces]) -> None:

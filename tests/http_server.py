@@ -1,5 +1,5 @@
 """The installed command serving streamable HTTP on a free loopback port, for end-to-end tests,
-and the SDK client connected to it with a bearer token."""
+and the SDK client connected to it with a bearer token; and the `dashboard` command likewise."""
 
 from __future__ import annotations
 
@@ -73,6 +73,36 @@ def http_server(
         proc.terminate()
         proc.wait(timeout=10)
     assert served.stdout.read_text() == "", "nothing is printed on stdout, not even access logs"
+
+
+@contextmanager
+def dashboard_server(
+    tmp_path: Path, cache_dir: Path, env: Mapping[str, str] | None = None, args: Sequence[str] = ()
+) -> Iterator[Served]:
+    """Start `mcp-memory-server dashboard --port 0` and wait for the URL it prints on stdout once it
+    listens; `url` is that URL (ending in /ui). Stop it afterwards and check that the URL line is
+    all it printed there."""
+    db = tmp_path / "dashboard.db"
+    stdout, stderr = tmp_path / "dashboard-stdout.log", tmp_path / "dashboard-stderr.log"
+    environ = {**os.environ, "MCP_MEMORY_DB": str(db), "MCP_MEMORY_CACHE_DIR": str(cache_dir), **(env or {})}
+    with stderr.open("w") as err, stdout.open("w") as out:
+        proc = subprocess.Popen([command(), "dashboard", "--port", "0", *args], stdout=out, stderr=err, env=environ)
+    try:
+        deadline = time.monotonic() + 30
+        while not stdout.read_text().endswith("\n"):
+            if proc.poll() is not None:
+                pytest.fail(f"the dashboard exited with {proc.returncode}:\n{stderr.read_text()}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"the dashboard did not start:\n{stderr.read_text()}")
+            time.sleep(0.05)
+        line = stdout.read_text()
+        assert line.startswith("dashboard: http://127.0.0.1:") and line.endswith("/ui\n"), line
+        url = line.split()[1]
+        yield Served(url, int(url.rsplit(":", 1)[1].split("/")[0]), db, stderr, stdout)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    assert stdout.read_text() == line, "the URL is the only line on stdout; logs go to stderr"
 
 
 @asynccontextmanager

@@ -59,10 +59,12 @@ RANKS = {
     "resources": 10,
     "prompt_handlers": 10,
     "prompt_set": 1,
-    "transports": 10,
-    "server": 12,
-    "cli": 13,
-    "__main__": 14,
+    "dashboard_api": 10,
+    "dashboard": 11,
+    "transports": 12,
+    "server": 13,
+    "cli": 14,
+    "__main__": 15,
     "portable_format": 8,
     "portable": 9,
     "mcplog": 9,
@@ -95,7 +97,7 @@ OWNERS = {
     "numpy": {"bm25", "postings", "vocabulary"},
     "snowballstemmer": {"tokens"},
     "uvicorn": {"transports"},
-    "starlette": set(),
+    "starlette": {"dashboard"},
 }
 
 

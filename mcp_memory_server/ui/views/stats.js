@@ -1,0 +1,50 @@
+// Counts of the namespace: memories by category and tier, archived ones, sessions, the database.
+import { call } from '../api.js';
+import { bar, categoryLabel, clear, errorState, fmtBytes, fmtDate, fmtInt, h, spinner } from '../dom.js';
+import { t } from '../i18n.js';
+import { filterBy } from './memories.js';
+
+export function render(ctx, container) {
+  const load = async () => {
+    clear(container).append(spinner());
+    try {
+      const stats = await call('/stats');
+      clear(container);
+      show(container, stats);
+    } catch (error) {
+      clear(container).append(errorState(error, load));
+    }
+  };
+  load();
+}
+
+function show(container, stats) {
+  const tile = (name, value) => h('div', { class: 'card tile', 'data-testid': `stat-${name}` },
+    h('span', { class: 'stat-value num' }, value), h('span', { class: 'stat-label' }, t(`stats.${name}`)));
+  const breakdown = (title, counts, label, testid, filter) => {
+    const entries = Object.entries(counts).sort((a, b) => b[1] - a[1]);
+    const most = Math.max(1, ...entries.map(([, n]) => n));
+    return h('section', { class: 'card', 'data-testid': testid }, h('h2', {}, title),
+      entries.length ? h('table', { class: 'table table-compact bars' }, h('tbody', {}, entries.map(([name, n]) =>
+        h('tr', { 'data-testid': 'stat-row', 'data-name': name },
+          h('td', {}, h('a', { href: '#/memories', 'data-testid': 'stat-link', onclick: () => filterBy({ [filter]: name }) },
+            label(name))),
+          h('td', { class: 'col-bar' }, bar(n / most, 'stat-bar')),
+          h('td', { class: 'num' }, fmtInt(n))))))
+        : h('p', { class: 'muted' }, t('stats.none')));
+  };
+  container.append(
+    h('div', { class: 'tiles' },
+      tile('total', fmtInt(stats.total)), tile('archived', fmtInt(stats.archived)),
+      tile('sessions', fmtInt(stats.sessions)), tile('db_bytes', fmtBytes(stats.db_bytes))),
+    h('div', { class: 'grid-2' },
+      breakdown(t('stats.by_category'), stats.by_category, categoryLabel, 'stats-categories', 'category'),
+      h('div', { class: 'stack' },
+        breakdown(t('stats.by_tier'), stats.by_tier, (x) => t(`tier.${x}`, {}, null) ?? x, 'stats-tiers', 'tier'),
+        h('section', { class: 'card' }, h('h2', {}, t('stats.database')),
+          h('dl', { class: 'fields' },
+            h('dt', {}, t('stats.db_path')), h('dd', {}, h('code', { 'data-testid': 'stat-db-path' }, stats.db_path)),
+            h('dt', {}, t('stats.schema_version')), h('dd', {}, String(stats.schema_version)),
+            h('dt', {}, t('stats.oldest')), h('dd', {}, stats.oldest ? fmtDate(stats.oldest) : t('common.none')),
+            h('dt', {}, t('stats.newest')), h('dd', {}, stats.newest ? fmtDate(stats.newest) : t('common.none')))))));
+}
