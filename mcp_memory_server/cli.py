@@ -95,7 +95,7 @@ def _serve_options(parser: argparse.ArgumentParser, defaults: bool) -> None:
         "--transport", choices=["stdio", "http"], default=d("stdio"), help="stdio (default) or streamable HTTP"
     )
     parser.add_argument("--host", default=d("127.0.0.1"), help="HTTP bind address (default: 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=d(8765), help="HTTP port (default: 8765)")
+    parser.add_argument("--port", type=int, default=d(None), help="HTTP port (default: 8765)")
     parser.add_argument(
         "--tokens-file",
         metavar="PATH",
@@ -109,6 +109,10 @@ def _serve_options(parser: argparse.ArgumentParser, defaults: bool) -> None:
         help="serve HTTP on a non-loopback address without tokens (anyone who reaches it can read and change "
         "every memory)",
     )
+
+
+_SERVE_PORT = 8765
+_DASHBOARD_PORT = 8766
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -129,12 +133,14 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[_common(False)],
         help="serve the web dashboard alone (browse, search, edit, import and export memories) and print its URL",
     )
-    ui.add_argument("--host", default="127.0.0.1", help="bind address (default: 127.0.0.1)")
-    ui.add_argument("--port", type=int, default=8766, help="port (default: 8766; 0: any free port)")
-    ui.add_argument("--tokens-file", metavar="PATH", help="bearer tokens, as for HTTP mode")
+    # Like `serve`'s options: SUPPRESS keeps what was given before the subcommand.
+    ui.add_argument("--host", default=argparse.SUPPRESS, help="bind address (default: 127.0.0.1)")
+    ui.add_argument("--port", type=int, default=argparse.SUPPRESS, help="port (default: 8766; 0: any free port)")
+    ui.add_argument("--tokens-file", metavar="PATH", default=argparse.SUPPRESS, help="bearer tokens, as for HTTP mode")
     ui.add_argument(
         "--allow-unauthenticated",
         action="store_true",
+        default=argparse.SUPPRESS,
         help="serve on a non-loopback address without tokens (anyone who reaches it can read and change every memory)",
     )
     ui.add_argument("--open", action="store_true", help="open the dashboard in the default web browser")
@@ -257,7 +263,7 @@ def _serve(config: Config, args: argparse.Namespace) -> int:
     if args.transport == "stdio":
         anyio.run(serve_stdio, build_server(config))
         return 0
-    host, port = args.host, args.port
+    host, port = args.host, _SERVE_PORT if args.port is None else args.port
     access = _access(config, host, args.allow_unauthenticated)
     url = f"http://{host}:{port}/mcp"
     log.info("serving MCP over streamable HTTP at %s", url)
@@ -301,7 +307,8 @@ def _dashboard(config: Config, args: argparse.Namespace) -> int:
         if args.open:
             webbrowser.open(url)
 
-    anyio.run(serve_dashboard, config, args.host, args.port, access, ready)
+    port = _DASHBOARD_PORT if args.port is None else args.port
+    anyio.run(serve_dashboard, config, args.host, port, access, ready)
     return 0
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from mcp_memory_server import cli
 from mcp_memory_server.config import Config
 from mcp_memory_server.service import MemoryService
 
@@ -82,3 +83,14 @@ def test_read_commands_do_not_create_a_database(tmp_path: Path) -> None:
         assert result.returncode == 1
         assert "there is no memory database" in result.stderr
     assert not missing.parent.exists()
+
+
+def test_serving_options_given_before_the_command_are_kept() -> None:
+    parser = cli.build_parser()
+    assert parser.parse_args([]).port is None  # each command picks its own default port
+    assert parser.parse_args(["dashboard"]).port is None
+    early = parser.parse_args(["--port", "9000", "--host", "::1", "--tokens-file", "t.txt", "dashboard"])
+    assert (early.port, early.host, early.tokens_file, early.command) == (9000, "::1", "t.txt", "dashboard")
+    late = parser.parse_args(["--port", "9000", "dashboard", "--port", "9001", "--allow-unauthenticated"])
+    assert (late.port, late.allow_unauthenticated) == (9001, True)
+    assert parser.parse_args(["--port", "9002", "serve"]).port == 9002
