@@ -382,9 +382,7 @@ async def test_import_memories_sends_progress_notifications_over_stdio(tmp_path:
     assert heard == [0, 500, 600, 7]
 
 
-async def test_a_memory_edited_on_the_dashboard_is_never_overwritten_by_an_import(
-    store: Store, config: Config
-) -> None:
+async def test_a_memory_edited_on_the_dashboard_is_never_overwritten_by_an_import(store: Store, config: Config) -> None:
     """The dashboard's edit (service.edit) keeps the memory's client: the importer's own. The edit
     must still win over the file, which says nothing of when it changed."""
     text = (DATA / "memory.jsonl").read_text(encoding="utf-8")
