@@ -395,3 +395,21 @@ async def test_a_memory_edited_on_the_dashboard_is_never_overwritten_by_an_impor
     assert (again.created, again.updated) == (0, 0)
     assert state(config.db_path) == before
     assert "张伟：在深圳工作" in by_content(config.db_path)
+
+
+async def test_mem0_get_all_in_graph_mode_gives_its_memories_and_relations(store: Store, config: Config) -> None:
+    """mem0's Memory.get_all with a graph store answers {"results": [...], "relations": [...]}."""
+    data = json.loads((DATA / "mem0_get_all.json").read_text(encoding="utf-8"))
+    data["relations"] = [
+        {"source": "alex", "relationship": "works_at", "target": "acme"},
+        {"source": "alex", "relationship": "女儿是", "destination": "小雨"},
+    ]
+    text = json.dumps(data, ensure_ascii=False)
+    assert detect(text) == "mem0"
+    summary = await import_text(store, text)
+    assert (summary.format, summary.items, summary.created) == ("mem0", 7, 7)
+    memories = by_content(config.db_path)
+    assert memories["alex works at acme"]["category"] == "relationship"
+    assert memories["alex 女儿是 小雨"]["tags"] == ["alex", "小雨"]
+    assert "Prefers oat milk in coffee" in memories
+    assert (await import_text(store, text)).created == 0
