@@ -241,3 +241,52 @@ async def test_log_level_sets_stderr_whatever_a_client_asks_for(tmp_path: Path, 
         assert not stderr_levels & {"DEBUG", "INFO"}, errors
     else:
         assert {"DEBUG", "INFO"} <= stderr_levels and "cleanup: " in errors
+
+
+async def test_a_token_holder_hears_nothing_of_the_other_namespaces(tmp_path: Path, cache_dir: Path) -> None:
+    """HTTP with tokens: records of no namespace (the names served, a dashboard call's) are the
+    whole process's; only the database file's own (migrations, index rebuilds) reach clients."""
+    from .http_server import http_client, http_server
+
+    alice, bob = "alice-token-0123456789abcdef", "bob-token-0123456789abcdef"
+    env = {"MCP_MEMORY_TOKENS": f"alice:{alice},bob-li:{bob}", "MCP_MEMORY_LOG_LEVEL": "DEBUG"}
+    with http_server(tmp_path, cache_dir, env) as served:
+        heard = Heard()
+        async with http_client(served.url, alice, mode="legacy", logging_callback=heard):
+            await heard.wait_for(lambda m: "started: namespace 'alice'" in str(m.data))
+        assert heard.matching("applied database migration 1")  # the file's own: for everyone
+        assert not heard.matching("bob-li"), [m.data for m in heard.messages]
+
+
+async def test_an_http_client_hears_the_start_up_with_its_initialize_answer(tmp_path: Path, cache_dir: Path) -> None:
+    """Over streamable HTTP a notification outside requests is dropped while the client has no GET
+    stream open (as just after `initialize`); the backlog rides on the initialize answer's stream."""
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    from .http_server import http_server
+
+    token = "alice-token-0123456789abcdef"
+    with http_server(tmp_path, cache_dir, {"MCP_MEMORY_TOKENS": f"alice:{token}"}) as served:
+        headers = {
+            "Authorization": f"Bearer {token}",
+            "Accept": "application/json, text/event-stream",
+            "Content-Type": "application/json",
+        }
+        initialize = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "raw-http", "version": "1"},
+            },
+        }
+        async with create_mcp_http_client() as http:
+            answer = await http.post(served.url, json=initialize, headers=headers)
+    assert answer.status_code == 200, answer.text
+    data = [line[5:] for line in answer.text.splitlines() if line.startswith("data:")]
+    events = [json.loads(d) for d in data if d.strip()]
+    logged = [e["params"]["data"] for e in events if e.get("method") == "notifications/message"]
+    assert any("started: namespace 'alice'" in str(d) for d in logged), events
+    assert events[-1]["id"] == 1 and "result" in events[-1]
