@@ -53,13 +53,27 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from .access import request_namespace
 from .spaces import SERVING
 
-__all__ = ["BACKLOG", "PROJECT_LOGGER", "SHARED_LOGGER", "LogRelay", "mcp_level", "python_level"]
+__all__ = [
+    "BACKLOG",
+    "PER_REQUEST",
+    "PROJECT_LOGGER",
+    "QUEUED",
+    "SHARED_LOGGER",
+    "LogRelay",
+    "mcp_level",
+    "python_level",
+]
 
 log = logging.getLogger(__name__)
 
 PROJECT_LOGGER = "mcp_memory_server"
 SHARED_LOGGER = "mcp_memory_server.store"  # the database file's events, the same for every namespace
 BACKLOG = 20  # records kept for clients that connect later
+# Records waiting for slow clients, and those of one request: past these the oldest waiting ones,
+# and a request's later ones, go to stderr only, so a flood of records or a client that takes
+# its `_SEND_TIMEOUT` for each never grows the server's memory (stderr has every record).
+QUEUED = 1000
+PER_REQUEST = 100
 _SEND_TIMEOUT = 2.0  # seconds one log message may take to reach a client before it is dropped
 _INITIALIZE_WAIT = 120.0  # seconds a connection has to initialize before it is no longer waited for
 
@@ -139,7 +153,7 @@ class LogRelay(logging.Handler):
         self._namespace = default_namespace
         self._peers: dict[Connection, _Peer] = {}
         self._backlog: deque[_Entry] = deque(maxlen=BACKLOG)
-        self._queue: deque[_Entry] = deque()
+        self._queue: deque[_Entry] = deque(maxlen=QUEUED)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake: anyio.Event | None = None
         self._tasks: anyio.abc.TaskGroup | None = None
@@ -164,7 +178,8 @@ class LogRelay(logging.Handler):
             entry = _Entry(record.levelno, record.name, text, SERVING.get())
             scope = _REQUEST.get()
             if scope is not None and scope.open:
-                scope.entries.append(entry)
+                if len(scope.entries) < PER_REQUEST:
+                    scope.entries.append(entry)
                 return
             if self._private and entry.namespace is None and record.name != SHARED_LOGGER:
                 return  # whose it is cannot be told: no one's client hears it

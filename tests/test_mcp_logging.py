@@ -290,3 +290,38 @@ async def test_an_http_client_hears_the_start_up_with_its_initialize_answer(tmp_
     logged = [e["params"]["data"] for e in events if e.get("method") == "notifications/message"]
     assert any("started: namespace 'alice'" in str(d) for d in logged), events
     assert events[-1]["id"] == 1 and "result" in events[-1]
+
+
+async def test_a_flood_of_records_never_grows_the_servers_memory(config: Config, segmenter: Any) -> None:
+    """Records wait for clients in a bounded queue (the oldest go first), and one request sends at
+    most PER_REQUEST of its own: stderr keeps them all."""
+    import logging
+
+    from mcp_memory_server.mcplog import PER_REQUEST, QUEUED
+
+    heard = Heard()
+    async with Client(build_server(config, segmenter), mode="legacy", logging_callback=heard) as client:
+        await heard.wait_for(lambda m: "started" in str(m.data))
+        flood = logging.getLogger("mcp_memory_server.flood")
+        for i in range(QUEUED * 3):  # no await between them: the relay sees them all waiting
+            flood.info("记录 %d of the flood", i)
+        flood.info("the last one")
+        await heard.wait_for(lambda m: m.data == "the last one")
+        secrets = "\n".join(
+            json.dumps(
+                {
+                    "type": "entity",
+                    "name": f"服务器{i}",
+                    "observations": [
+                        f"第{i}台机器的部署机器人用 sk-{i:04d}abcdefghijklmnopqrstuvwx 登录，每周一轮换，运维组管理"
+                    ],
+                }
+            )
+            for i in range(PER_REQUEST + 50)
+        )
+        imported = await client.call_tool("import_memories", {"data": secrets, "format": "memory-jsonl"})
+        assert imported.structured_content is not None and imported.structured_content["withheld"] == PER_REQUEST + 50
+    flooded = [m for m in heard.messages if m.logger == "mcp_memory_server.flood"]
+    assert len(flooded) <= QUEUED and flooded[-1].data == "the last one"
+    assert flooded[-2].data == f"记录 {QUEUED * 3 - 1} of the flood"  # the newest are kept
+    assert len(heard.matching("secrets withheld")) == PER_REQUEST
