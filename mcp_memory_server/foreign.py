@@ -18,7 +18,8 @@ mem0: mem0's `get_all` (`{"results": [{"id", "memory", "hash", "metadata", "cate
 `memories.jsonl(.gz)` (one memory a line with `content`, `state`, `app`, `categories`), or a page
 of its memory list (`{"items": [...]}`). Categories become tags (and the category when one maps to
 ours), the app becomes the client, times are kept, the key is `mem0:ID`. Deleted memories are left
-out; archived and paused ones are imported archived (`restore` brings them back).
+out; archived and paused ones are imported archived (`restore` brings them back). The `relations`
+of get_all in graph mode (`{"source", "relationship", "target"}`) become `relationship` memories.
 """
 
 from __future__ import annotations
@@ -152,10 +153,11 @@ def _json_kind(top: Any) -> str | None:
         return None
     if top.get("format") == "mcp-memory-server":
         return "json"
-    if top.get("type") in ("entity", "relation") or "entities" in top or "relations" in top:
-        return "memory-jsonl"
+    # mem0's get_all in graph mode holds "relations" too, beside its "results".
     if any(isinstance(top.get(k), list) for k in ("results", "memories", "items")) or "memory" in top:
         return "mem0"
+    if top.get("type") in ("entity", "relation") or "entities" in top or "relations" in top:
+        return "memory-jsonl"
     return "mem0" if "content" in top and "state" in top else None
 
 
@@ -326,7 +328,7 @@ def read_mem0(text: str) -> tuple[list[Item], int]:
         if exc.msg != "Extra data":
             raise ItemError(f"the file is not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}).") from None
         rows = [(f"line {n}", value) for n, value in _lines(text)]  # OpenMemory's memories.jsonl
-        names = {}, {}
+        names, top = ({}, {}), None
     items: list[Item] = []
     deleted = 0
     for where, row in rows:
@@ -335,7 +337,27 @@ def read_mem0(text: str) -> tuple[list[Item], int]:
             deleted += 1
         else:
             items.append(item)
+    relations = top.get("relations") if isinstance(top, dict) and "results" in top else None
+    for i, relation in enumerate(_list(relations)):
+        items.append(_mem0_relation(relation, f"relations[{i}]"))
     return items, deleted
+
+
+def _mem0_relation(item: Any, where: str) -> Item:
+    """A relation of mem0's graph memory: {"source", "relationship", "target" (or "destination")}."""
+    if not isinstance(item, dict):
+        raise ItemError(f"{where}: a relation must be a JSON object.")
+    target_field = "target" if "target" in item else "destination"
+    source, target = _text(item, "source", where), _text(item, target_field, where)
+    kind = _text(item, "relationship", where)
+    cjk = _CJK.search(kind) is not None
+    return Item(
+        where=f"{where} (relation {_cut(source)} -> {_cut(target)})",
+        content=f"{_shown(source, cjk)} {_words(kind)} {_shown(target, cjk)}",
+        category="relationship",
+        tags=(source, target),
+        client="import:mem0",
+    )
 
 
 def _mem0_rows(top: Any) -> Iterator[tuple[str, Any]]:

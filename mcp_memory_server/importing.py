@@ -184,9 +184,11 @@ async def import_items(
         }
         holders: dict[str, _Holder] = {}
         for row in await tx.fetch(
-            "SELECT key, seq, content_hash, client, updated_at, 0 FROM memories WHERE namespace = ?1 AND key IN"
-            " (SELECT value FROM json_each(?2)) UNION ALL SELECT key, seq, content_hash, client, updated_at, 1"
-            " FROM memory_archive WHERE namespace = ?1 AND key IN (SELECT value FROM json_each(?2))",
+            "SELECT key, seq, content_hash, client, updated_at, 0, (SELECT reason FROM memory_history h"
+            " WHERE h.memory_seq = m.seq ORDER BY h.seq DESC LIMIT 1) FROM memories m WHERE namespace = ?1"
+            " AND key IN (SELECT value FROM json_each(?2)) UNION ALL SELECT key, seq, content_hash, client,"
+            " updated_at, 1, NULL FROM memory_archive WHERE namespace = ?1 AND key IN"
+            " (SELECT value FROM json_each(?2))",
             (tx.namespace, keys),
         ):
             holders.setdefault(row[0], _Holder(*row))  # a live holder first
@@ -248,13 +250,15 @@ class _Holder(NamedTuple):
     client: str | None
     updated_at: str
     archived: int
+    changed_by: str | None  # the reason of its last change (memory_history), None if never changed
 
 
 def _replaceable(holder: _Holder, draft: Draft, item: Item) -> bool:
     """Whether an item may update the memory holding its key: one this importer wrote (same client)
-    and not changed later than the item (when the item says when it changed). A memory written or
-    edited here by anything else keeps its text."""
-    if holder.client != draft.client:
+    whose value no one has changed here since (an edit on the dashboard keeps the client), and not
+    changed later than the item (when the item says when it changed). A memory written or edited
+    here by anything else keeps its text."""
+    if holder.client != draft.client or holder.changed_by not in (None, "imported"):
         return False
     return item.updated_at is None or iso(item.updated_at) > holder.updated_at
 

@@ -6,9 +6,14 @@ What reaches which client:
 - A record logged while serving a request (cleanup results, secrets withheld from a memory) goes
   to the client that made the request, on that request's stream, before its answer.
 - A record logged outside any request (start-up, schema migrations, the search index rebuilt,
-  periodic maintenance) goes to every connected handshake-era client of its namespace. The last
+  periodic maintenance) goes to every connected handshake-era client of its namespace. Behind
+  tokens (`private`: namespaces of different people), a record of no namespace (the names served,
+  a dashboard call's) stays on stderr unless it is the database file's own (`SHARED_LOGGER`:
+  migrations, index rebuilds), which every namespace shares. The last
   `BACKLOG` of them logged while no such client was connected are kept and sent to each client
-  when it has initialized, so a client started with the server still hears how it started.
+  when it has initialized (over HTTP with the answer to its `initialize`, on that request's
+  stream: the SDK drops a notification outside requests until the client opens its GET stream),
+  so a client started with the server still hears how it started.
 - Handshake-era clients (protocol versions before 2026-07-28) choose their level with
   `logging/setLevel`; until they do they get `--log-level` (`MCP_MEMORY_LOG_LEVEL`) and above.
   A lower level than the server's makes the project's loggers produce those records for that
@@ -48,12 +53,27 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from .access import request_namespace
 from .spaces import SERVING
 
-__all__ = ["BACKLOG", "PROJECT_LOGGER", "LogRelay", "mcp_level", "python_level"]
+__all__ = [
+    "BACKLOG",
+    "PER_REQUEST",
+    "PROJECT_LOGGER",
+    "QUEUED",
+    "SHARED_LOGGER",
+    "LogRelay",
+    "mcp_level",
+    "python_level",
+]
 
 log = logging.getLogger(__name__)
 
 PROJECT_LOGGER = "mcp_memory_server"
+SHARED_LOGGER = "mcp_memory_server.store"  # the database file's events, the same for every namespace
 BACKLOG = 20  # records kept for clients that connect later
+# Records waiting for slow clients, and those of one request: past these the oldest waiting ones,
+# and a request's later ones, go to stderr only, so a flood of records or a client that takes
+# its `_SEND_TIMEOUT` for each never grows the server's memory (stderr has every record).
+QUEUED = 1000
+PER_REQUEST = 100
 _SEND_TIMEOUT = 2.0  # seconds one log message may take to reach a client before it is dropped
 _INITIALIZE_WAIT = 120.0  # seconds a connection has to initialize before it is no longer waited for
 
@@ -117,6 +137,7 @@ class _Peer:
         self.namespace = namespace
         self.threshold = threshold
         self.ready = False
+        self.welcome_pending = False  # HTTP: the backlog goes with the answer to `initialize`
 
     def wants(self, entry: _Entry) -> bool:
         return entry.levelno >= self.threshold and entry.namespace in (None, self.namespace)
@@ -125,13 +146,14 @@ class _Peer:
 class LogRelay(logging.Handler):
     """`install` it on the server, `run` it while the server runs (the lifespan)."""
 
-    def __init__(self, default_level: str, default_namespace: str = "") -> None:
+    def __init__(self, default_level: str, default_namespace: str = "", *, private: bool = False) -> None:
         super().__init__(logging.DEBUG)
+        self._private = private
         self._default = python_level(default_level)
         self._namespace = default_namespace
         self._peers: dict[Connection, _Peer] = {}
         self._backlog: deque[_Entry] = deque(maxlen=BACKLOG)
-        self._queue: deque[_Entry] = deque()
+        self._queue: deque[_Entry] = deque(maxlen=QUEUED)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake: anyio.Event | None = None
         self._tasks: anyio.abc.TaskGroup | None = None
@@ -156,8 +178,11 @@ class LogRelay(logging.Handler):
             entry = _Entry(record.levelno, record.name, text, SERVING.get())
             scope = _REQUEST.get()
             if scope is not None and scope.open:
-                scope.entries.append(entry)
+                if len(scope.entries) < PER_REQUEST:
+                    scope.entries.append(entry)
                 return
+            if self._private and entry.namespace is None and record.name != SHARED_LOGGER:
+                return  # whose it is cannot be told: no one's client hears it
             self._queue.append(entry)
             if self._loop is not None:
                 self._loop.call_soon_threadsafe(self._signal)
@@ -241,7 +266,11 @@ class LogRelay(logging.Handler):
             peer = _Peer(connection, self._namespace if namespace is None else namespace, self._default)
             self._peers[connection] = peer
             connection.exit_stack.callback(self._leave, connection)
-            if self._tasks is not None:
+            if ctx.request is not None:
+                # Streamable HTTP drops a notification outside a request while the client has no
+                # GET stream open, as just after `initialize`: the request's own stream is sure.
+                peer.welcome_pending = True
+            elif self._tasks is not None:
                 self._tasks.start_soon(self._welcome, peer)
         return peer
 
@@ -253,7 +282,12 @@ class LogRelay(logging.Handler):
         """Middleware: registers handshake-era connections and sends each request's own records
         on its stream before its answer."""
         peer = self._peer(ctx)
-        scope = _Scope(self._modern_backlog(ctx) if peer is None else [])
+        welcome = peer is not None and peer.welcome_pending
+        if peer is not None and welcome:
+            peer.welcome_pending = False
+            scope = _Scope([e for e in self._backlog if peer.wants(e)])
+        else:
+            scope = _Scope(self._modern_backlog(ctx) if peer is None else [])
         token = _REQUEST.set(scope)
         try:
             return await call_next(ctx)
@@ -262,6 +296,8 @@ class LogRelay(logging.Handler):
             scope.open = False
             with anyio.CancelScope(shield=True), anyio.move_on_after(_SEND_TIMEOUT):
                 await self._send_scoped(ctx, peer, scope.entries)
+            if peer is not None and welcome:
+                peer.ready = True
 
     def _modern_backlog(self, ctx: ServerRequestContext[Any, Any]) -> list[_Entry]:
         """What a 2026-07-28 client missed: the backlog, in answer to `server/discover` (its first

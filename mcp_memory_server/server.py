@@ -39,7 +39,7 @@ def build_server(
     `opened` receives the open namespaces while the server runs (the dashboard of HTTP mode)."""
     seg = segmenter or Segmenter(config.cache_dir)
     notifier = Notifier(config.namespace)
-    relay = LogRelay(config.log_level, config.namespace)
+    relay = LogRelay(config.log_level, config.namespace, private=access is not None)
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[Spaces]) -> AsyncIterator[Spaces]:

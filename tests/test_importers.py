@@ -380,3 +380,36 @@ async def test_import_memories_sends_progress_notifications_over_stdio(tmp_path:
         markdown = await client.call_tool("import_memories", {"data": text}, progress_callback=progress)
         assert markdown.structured_content is not None and markdown.structured_content["created"] == 7
     assert heard == [0, 500, 600, 7]
+
+
+async def test_a_memory_edited_on_the_dashboard_is_never_overwritten_by_an_import(store: Store, config: Config) -> None:
+    """The dashboard's edit (service.edit) keeps the memory's client: the importer's own. The edit
+    must still win over the file, which says nothing of when it changed."""
+    text = (DATA / "memory.jsonl").read_text(encoding="utf-8")
+    await import_text(store, text)
+    (seq,) = rows(config.db_path, "SELECT seq FROM memories WHERE key = 'kg:张伟#1'")[0]
+    edited = await MemoryService(store).edit(f"mem_{seq}", {"content": "张伟：在深圳工作"})
+    assert edited.action == "updated"
+    before = state(config.db_path)
+    again = await import_text(store, text)
+    assert (again.created, again.updated) == (0, 0)
+    assert state(config.db_path) == before
+    assert "张伟：在深圳工作" in by_content(config.db_path)
+
+
+async def test_mem0_get_all_in_graph_mode_gives_its_memories_and_relations(store: Store, config: Config) -> None:
+    """mem0's Memory.get_all with a graph store answers {"results": [...], "relations": [...]}."""
+    data = json.loads((DATA / "mem0_get_all.json").read_text(encoding="utf-8"))
+    data["relations"] = [
+        {"source": "alex", "relationship": "works_at", "target": "acme"},
+        {"source": "alex", "relationship": "女儿是", "destination": "小雨"},
+    ]
+    text = json.dumps(data, ensure_ascii=False)
+    assert detect(text) == "mem0"
+    summary = await import_text(store, text)
+    assert (summary.format, summary.items, summary.created) == ("mem0", 7, 7)
+    memories = by_content(config.db_path)
+    assert memories["alex works at acme"]["category"] == "relationship"
+    assert memories["alex 女儿是 小雨"]["tags"] == ["alex", "小雨"]
+    assert "Prefers oat milk in coffee" in memories
+    assert (await import_text(store, text)).created == 0

@@ -7,6 +7,7 @@ why; in CI (`CI` set) that is a failure."""
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import shutil
@@ -23,6 +24,10 @@ from .surface import PROMPTS, TOOLS
 ROOT = Path(__file__).resolve().parents[1]
 INSPECTOR = ROOT / ".ci" / "inspector" / "node_modules" / ".bin" / "mcp-inspector"
 _TIMEOUT = 90  # seconds for one Inspector run: Node's start, the server's start, one request
+# The main check makes six runs, one after another: its own bound (pytest-timeout's 120 s default
+# would fire first on a loaded machine, as seen once right after `make inspector` with a cold disk
+# cache) covers all of them, each still bounded by _TIMEOUT.
+_RUNS = 6
 
 
 def _inspector() -> str:
@@ -40,7 +45,9 @@ def _inspector() -> str:
 
 
 @pytest.fixture(scope="module")
-def inspector() -> str:
+def inspector(segmenter: Any) -> str:
+    """The Inspector; jieba's dictionary cache is built first (the `segmenter` fixture, in the same
+    cache directory), so no run's server spends its time building it."""
     return _inspector()
 
 
@@ -74,6 +81,7 @@ def _text(content: list[dict[str, Any]]) -> str:
     return "".join(block.get("text", "") for block in content)
 
 
+@pytest.mark.timeout(_RUNS * _TIMEOUT)
 def test_the_inspector_cli_drives_every_kind_of_request(inspector: str, tmp_path: Path, cache_dir: Path) -> None:
     db = tmp_path / "inspector.db"
 
@@ -143,3 +151,13 @@ def test_the_inspector_is_pinned_and_its_lockfile_names_no_download_urls() -> No
     }
     assert all("resolved" not in entry for entry in lock["packages"].values())
     assert "omit-lockfile-registry-resolved=true" in (folder / ".npmrc").read_text(encoding="utf-8").splitlines()
+
+
+def test_the_checks_own_time_limit_covers_each_of_its_runs() -> None:
+    """pytest-timeout's bound on the main check is never shorter than its runs' bounds together."""
+    tree = ast.parse(Path(__file__).read_text(encoding="utf-8"))
+    (main,) = (n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.endswith("every_kind_of_request"))
+    runs = sum(isinstance(n, ast.Call) and getattr(n.func, "id", None) == "_run" for n in ast.walk(main))
+    marks = [d for d in main.decorator_list if "timeout" in ast.unparse(d)]
+    assert runs == _RUNS and marks, (runs, [ast.unparse(d) for d in main.decorator_list])
+    assert ast.unparse(marks[0]) == "pytest.mark.timeout(_RUNS * _TIMEOUT)"

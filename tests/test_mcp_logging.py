@@ -241,3 +241,87 @@ async def test_log_level_sets_stderr_whatever_a_client_asks_for(tmp_path: Path, 
         assert not stderr_levels & {"DEBUG", "INFO"}, errors
     else:
         assert {"DEBUG", "INFO"} <= stderr_levels and "cleanup: " in errors
+
+
+async def test_a_token_holder_hears_nothing_of_the_other_namespaces(tmp_path: Path, cache_dir: Path) -> None:
+    """HTTP with tokens: records of no namespace (the names served, a dashboard call's) are the
+    whole process's; only the database file's own (migrations, index rebuilds) reach clients."""
+    from .http_server import http_client, http_server
+
+    alice, bob = "alice-token-0123456789abcdef", "bob-token-0123456789abcdef"
+    env = {"MCP_MEMORY_TOKENS": f"alice:{alice},bob-li:{bob}", "MCP_MEMORY_LOG_LEVEL": "DEBUG"}
+    with http_server(tmp_path, cache_dir, env) as served:
+        heard = Heard()
+        async with http_client(served.url, alice, mode="legacy", logging_callback=heard):
+            await heard.wait_for(lambda m: "started: namespace 'alice'" in str(m.data))
+        assert heard.matching("applied database migration 1")  # the file's own: for everyone
+        assert not heard.matching("bob-li"), [m.data for m in heard.messages]
+
+
+async def test_an_http_client_hears_the_start_up_with_its_initialize_answer(tmp_path: Path, cache_dir: Path) -> None:
+    """Over streamable HTTP a notification outside requests is dropped while the client has no GET
+    stream open (as just after `initialize`); the backlog rides on the initialize answer's stream."""
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    from .http_server import http_server
+
+    token = "alice-token-0123456789abcdef"
+    with http_server(tmp_path, cache_dir, {"MCP_MEMORY_TOKENS": f"alice:{token}"}) as served:
+        headers = {
+            "Authorization": f"Bearer {token}",
+            "Accept": "application/json, text/event-stream",
+            "Content-Type": "application/json",
+        }
+        initialize = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "raw-http", "version": "1"},
+            },
+        }
+        async with create_mcp_http_client() as http:
+            answer = await http.post(served.url, json=initialize, headers=headers)
+    assert answer.status_code == 200, answer.text
+    data = [line[5:] for line in answer.text.splitlines() if line.startswith("data:")]
+    events = [json.loads(d) for d in data if d.strip()]
+    logged = [e["params"]["data"] for e in events if e.get("method") == "notifications/message"]
+    assert any("started: namespace 'alice'" in str(d) for d in logged), events
+    assert events[-1]["id"] == 1 and "result" in events[-1]
+
+
+async def test_a_flood_of_records_never_grows_the_servers_memory(config: Config, segmenter: Any) -> None:
+    """Records wait for clients in a bounded queue (the oldest go first), and one request sends at
+    most PER_REQUEST of its own: stderr keeps them all."""
+    import logging
+
+    from mcp_memory_server.mcplog import PER_REQUEST, QUEUED
+
+    heard = Heard()
+    async with Client(build_server(config, segmenter), mode="legacy", logging_callback=heard) as client:
+        await heard.wait_for(lambda m: "started" in str(m.data))
+        flood = logging.getLogger("mcp_memory_server.flood")
+        for i in range(QUEUED * 3):  # no await between them: the relay sees them all waiting
+            flood.info("记录 %d of the flood", i)
+        flood.info("the last one")
+        await heard.wait_for(lambda m: m.data == "the last one")
+        secrets = "\n".join(
+            json.dumps(
+                {
+                    "type": "entity",
+                    "name": f"服务器{i}",
+                    "observations": [
+                        f"第{i}台机器的部署机器人用 sk-{i:04d}abcdefghijklmnopqrstuvwx 登录，每周一轮换，运维组管理"
+                    ],
+                }
+            )
+            for i in range(PER_REQUEST + 50)
+        )
+        imported = await client.call_tool("import_memories", {"data": secrets, "format": "memory-jsonl"})
+        assert imported.structured_content is not None and imported.structured_content["withheld"] == PER_REQUEST + 50
+    flooded = [m for m in heard.messages if m.logger == "mcp_memory_server.flood"]
+    assert len(flooded) <= QUEUED and flooded[-1].data == "the last one"
+    assert flooded[-2].data == f"记录 {QUEUED * 3 - 1} of the flood"  # the newest are kept
+    assert len(heard.matching("secrets withheld")) == PER_REQUEST
