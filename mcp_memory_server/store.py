@@ -33,6 +33,16 @@ __all__ = ["Store"]
 
 _BEGIN_ATTEMPTS = 8
 
+
+async def _unstoppable(conn: aiosqlite.Connection, statement: str) -> None:
+    """BEGIN, COMMIT or ROLLBACK, waited for even when the caller is cancelled: the connection's
+    thread runs a statement once it is queued, so a BEGIN whose wait was cancelled would leave a
+    transaction open that nothing ends, and every later write would fail with "cannot start a
+    transaction within a transaction". A BEGIN waits at most the busy timeout."""
+    with anyio.CancelScope(shield=True):
+        await conn.execute(statement)
+
+
 log = logging.getLogger(__name__)
 
 
@@ -128,7 +138,7 @@ class Store:
         conn = self.conn
         for attempt in range(_BEGIN_ATTEMPTS):
             try:
-                await conn.execute("BEGIN IMMEDIATE")
+                await _unstoppable(conn, "BEGIN IMMEDIATE")
                 break
             except sqlite3.OperationalError as exc:
                 if "locked" not in str(exc) and "busy" not in str(exc):
@@ -141,9 +151,9 @@ class Store:
         try:
             yield
         except BaseException:
-            await conn.execute("ROLLBACK")
+            await _unstoppable(conn, "ROLLBACK")
             raise
-        await conn.execute("COMMIT")
+        await _unstoppable(conn, "COMMIT")
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Tx]:
@@ -164,11 +174,11 @@ class Store:
         """Reads that see one state of the database, whatever other processes commit meanwhile
         (an export): a deferred transaction, which in WAL mode takes no lock that writers wait on."""
         async with self._read() as conn:
-            await conn.execute("BEGIN")
+            await _unstoppable(conn, "BEGIN")
             try:
                 yield self._tx()
             finally:
-                await conn.execute("COMMIT")  # it wrote nothing: ending it cannot fail for want of a lock
+                await _unstoppable(conn, "COMMIT")  # it wrote nothing: ending it cannot fail for want of a lock
 
     @asynccontextmanager
     async def _read(self) -> AsyncIterator[aiosqlite.Connection]:

@@ -208,3 +208,30 @@ async def test_candidate_rows_are_read_on_the_loop_or_the_worker_thread_alike(
         peeker.close()
         store._peeker = sqlite3.connect(":memory:")  # no such table: the read fails with OperationalError
         assert [(c.id, c.raw) for c in await store.search_index(queries, 10)] == fast
+
+
+@pytest.mark.anyio
+async def test_a_write_cancelled_while_it_waits_for_the_lock_leaves_no_transaction_open(
+    store: Store, config: Config
+) -> None:
+    """A write cancelled while its BEGIN waits for another process's lock (a client gone, the
+    server shutting down): the BEGIN still runs once the lock is free, and must not leave a
+    transaction open that makes every later write fail."""
+    other = sqlite3.connect(config.db_path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+
+    async def release() -> None:
+        await anyio.sleep(0.5)
+        other.execute("COMMIT")
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(release)
+        with anyio.move_on_after(0.2):
+            async with store.transaction() as tx:
+                await tx.insert(_draft("never written: the caller gave up"), "digest-1", NOW)
+    other.close()
+    async with store.transaction() as tx:
+        await tx.insert(_draft("later writes still work / 之后的写入照常"), "digest-2", NOW)
+    with sqlite3.connect(config.db_path) as check:
+        stored = [row[0] for row in check.execute("SELECT content FROM memories")]
+    assert stored == ["later writes still work / 之后的写入照常"]
