@@ -4,7 +4,7 @@ step) and its JSON API under /ui/api (what each call does: dashboard_api.py).
 Served two ways: beside /mcp in HTTP mode (`beside`), with the MCP handlers' own namespaces
 (the same stores and in-memory indexes, handed over through `Opened`), and alone by the
 `dashboard` command (`standalone`), which opens the namespaces itself. Either way the bearer-token
-gate of access.py stands in front: the page, its static files and /ui/api/info hold no data and
+gate of access.py stands in front, behind the guard below (so its 401 gets the same headers): the page, its static files and /ui/api/info hold no data and
 pass without a token; every other call needs one and is served in its namespace.
 
 Browser safety, on every request: the Host header must be loopback or an allowed host and a
@@ -155,8 +155,10 @@ class _Dashboard:
     async def static(self, request: Request) -> Response:
         name = request.path_params["path"]
         root = UI_DIR.resolve()
+        if "\x00" in name or any(part.startswith(".") for part in Path(name).parts):
+            return _error(404, "no such file.")
         path = (root / name).resolve()
-        if any(part.startswith(".") for part in Path(name).parts) or not path.is_relative_to(root):
+        if not path.is_relative_to(root):
             return _error(404, "no such file.")
         return self._file(path)
 
@@ -275,23 +277,28 @@ class _Guard:
 
 
 def dashboard_app(config: Config, opened: Opened, access: Access | None, lifespan: Any = None) -> ASGIApp:
-    """The dashboard's routes with their guard (no token gate: see `beside` and `standalone`)."""
+    """The dashboard's routes behind the token gate (when there are tokens), both behind the guard:
+    the Host check comes before the token check, and the gate's 401 gets the security headers and
+    no-store like every other answer."""
     ui = _Dashboard(config, opened, access)
-    app = Starlette(routes=ui.routes(), exception_handlers={HTTPException: _http_error}, lifespan=lifespan)
+    app: ASGIApp = Starlette(routes=ui.routes(), exception_handlers={HTTPException: _http_error}, lifespan=lifespan)
+    if access is not None:
+        app = BearerGate(app, access, public=is_public)
     return _Guard(app, config.allowed_hosts)
 
 
 def beside(mcp: ASGIApp, config: Config, opened: Opened, access: Access | None) -> ASGIApp:
     """HTTP mode's app: /ui to the dashboard, everything else (and the lifespan, which opens the
-    namespaces into `opened`) to the MCP app; behind the token gate when there are tokens."""
+    namespaces into `opened`) to the MCP app; each behind the token gate when there are tokens."""
     ui = dashboard_app(config, opened, access)
+    other = BearerGate(mcp, access) if access is not None else mcp
 
     async def route(scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "") if scope["type"] == "http" else ""
-        target = ui if path == PREFIX or path.startswith(f"{PREFIX}/") else mcp
+        target = ui if path == PREFIX or path.startswith(f"{PREFIX}/") else other
         await target(scope, receive, send)
 
-    return BearerGate(route, access, public=is_public) if access is not None else route
+    return route
 
 
 def standalone(config: Config, access: Access | None) -> ASGIApp:
@@ -310,5 +317,4 @@ def standalone(config: Config, access: Access | None) -> ASGIApp:
             finally:
                 opened.set(None)
 
-    app = dashboard_app(config, opened, access, lifespan)
-    return BearerGate(app, access, public=is_public) if access is not None else app
+    return dashboard_app(config, opened, access, lifespan)

@@ -95,7 +95,8 @@ def test_the_page_and_its_files_load_without_a_token(served: Served) -> None:
             assert got.status_code == 200 and got.content == path.read_bytes()
             kind = "text/javascript" if path.suffix == ".js" else "text/css"
             assert got.headers["content-type"].startswith(kind), path
-        for outside in ("%2e%2e/dashboard.py", "..%2fdashboard.py", "%2e%2e/%2e%2e/pyproject.toml", ".hidden"):
+        outside_files = ("%2e%2e/dashboard.py", "..%2fdashboard.py", "%2e%2e/%2e%2e/pyproject.toml", ".hidden")
+        for outside in (*outside_files, "%00.js", "app.js%00.txt", "views%00/add.js"):
             response = web.get(f"{base(served)}/static/{outside}")
             assert response.status_code in (401, 404) and "import" not in response.text, outside
         for sneaky in ("/ui/static/%2e%2e/api/memories", "/ui/static/../api/stats"):
@@ -423,6 +424,8 @@ def test_every_call_but_info_needs_a_valid_token(served: Served) -> None:
                 assert response.status_code == 401, (method, path, response.text)
                 assert response.json()["error"] == code and response.json()["error_description"]
                 assert response.headers["www-authenticate"].startswith("Bearer")
+                assert response.headers["cache-control"] == "no-store", (method, path)
+                assert "frame-ancestors 'none'" in response.headers["content-security-policy"], (method, path)
     assert {ns: len(stored(served, ns)) for ns in NAMESPACES} == counts
 
 
@@ -453,6 +456,8 @@ def test_host_and_origin_are_checked(served: Served) -> None:
             refused(alice.get(path, headers={"Host": f"evil.example:{port}"}), 421, "Host")
         with httpx2.Client(timeout=30) as web:
             assert web.get(base(served), headers={"Host": f"evil.example:{port}"}).status_code == 421
+            # the Host check comes before the token check: a rebound page learns nothing from a 401
+            refused(web.get(f"{base(served)}/api/stats", headers={"Host": f"evil.example:{port}"}), 421, "Host")
         before = len(stored(served, "alice"))
         foreign = {"Origin": "http://evil.example"}
         refused(alice.post("/memories", json={"content": "来自别的网站"}, headers=foreign), 403, "evil.example")
@@ -511,6 +516,8 @@ def test_the_dashboard_command_with_tokens(tmp_path: Path, cache_dir: Path) -> N
     with dashboard_server(tmp_path, cache_dir, env) as server, httpx2.Client(base_url=f"{server.url}/api") as client:
         assert ok(client.get("/info"))["auth"] is True
         refused(client.get("/memories"), 401)
+        assert client.get("/memories").headers["cache-control"] == "no-store"
+        assert "default-src 'self'" in client.get("/memories").headers["content-security-policy"]
         auth = {"Authorization": f"Bearer {token}"}
         created = ok(client.post("/memories", json={"content": "独立的仪表盘 standalone"}, headers=auth), 201)
         assert ok(client.get("/info", headers=auth))["namespace"] == "solo"
