@@ -4,10 +4,13 @@ the SDK's client. Each test works in a namespace of its own on the shared server
 
 from __future__ import annotations
 
+import gzip
+import io
 import re
 import sqlite3
 import subprocess
 import warnings
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -328,10 +331,11 @@ def test_export_then_import_into_another_server(served: Served, tmp_path: Path, 
     with dashboard_server(tmp_path, cache_dir) as other, httpx2.Client(base_url=f"{other.url}/api") as target:
         assert ok(target.get("/info"))["auth"] is False
         report = ok(target.post("/import", content=exported.content, headers=JSON))
-        assert report["memories"] == 3 and len(report["created"]) == 3 and report["present"] == 0
-        assert report["profile_edits"] is True
+        assert report["format"] == "json" and report["items"] == 3 and report["created"] == 3
+        assert report["present"] == 0 and sorted(report["ids"]) == sorted(source)
+        assert "profile edits added" in report["detail"]
         again = ok(target.post("/import", content=exported.content, headers=JSON))
-        assert again["created"] == [] and again["present"] == 3 and again["renamed"] == {}
+        assert again["created"] == 0 and again["present"] == 3 and again["ids"] == []
         copied = {m["id"]: m for m in ok(target.get("/memories", params={"limit": 100}))["items"]}
         assert copied == source and ok(target.get("/stats"))["total"] == 3
         history = ok(target.get(f"/memories/{keyed}"))["history"]
@@ -339,7 +343,49 @@ def test_export_then_import_into_another_server(served: Served, tmp_path: Path, 
         domains = [item["text"] for item in ok(target.get("/profile"))["domains"]]
         assert "编辑器与开发工具" in domains
         refused(target.post("/import", content=b'{"format": "something else"}', headers=JSON), 400)
-        refused(target.post("/import", content=b"not json", headers=JSON), 400)
+        refused(target.post("/import", content=b"not json", headers=JSON), 400, "format")
+
+
+IMPORTS = Path(__file__).parent / "data" / "imports"
+FILE = {"Content-Type": "application/octet-stream"}
+
+
+def test_import_reads_every_format_the_cli_reads(tmp_path: Path, cache_dir: Path) -> None:
+    """The other tools' files, as the browser sends a picked file: its bytes, format detected or
+    chosen; zip and gzip unpacked; the import_memories tool's summary; twice changes nothing."""
+    markdown = (IMPORTS / "MEMORY.zh.md").read_bytes()
+    jsonl = (IMPORTS / "memory.jsonl").read_bytes()
+    mem0 = (IMPORTS / "mem0_get_all.json").read_bytes()
+    packed = io.BytesIO()
+    with zipfile.ZipFile(packed, "w") as archive:
+        archive.writestr("export/memories.json", (IMPORTS / "openmemory_memories.json").read_bytes())
+    with dashboard_server(tmp_path, cache_dir) as server, httpx2.Client(base_url=f"{server.url}/api") as client:
+        first = ok(client.post("/import", content=markdown, headers=FILE))
+        assert first["format"] == "markdown" and first["created"] == first["items"] > 0
+        contents = {m["content"] for m in ok(client.get("/memories", params={"limit": 100}))["items"]}
+        assert any("驾照" in c for c in contents), contents
+        assert ok(client.post("/import", content=markdown, headers=FILE))["created"] == 0
+        jsonl_report = ok(client.post("/import", content=jsonl, headers=JSON, params={"format": "memory-jsonl"}))
+        assert jsonl_report["format"] == "memory-jsonl" and jsonl_report["created"] > 0
+        unpacked = ok(client.post("/import", content=gzip.compress(mem0), headers=FILE))
+        assert unpacked["format"] == "mem0" and unpacked["created"] > 0
+        opened = ok(client.post("/import", content=packed.getvalue(), headers=FILE, params={"format": "auto"}))
+        assert opened["format"] == "mem0" and opened["created"] > 0 and opened["detail"]
+        counts = ok(client.get("/stats"))
+        reports = (first, jsonl_report, unpacked, opened)
+        assert counts["total"] + counts["archived"] == sum(r["created"] for r in reports)
+        total = counts["total"]
+
+        # Wrong or unknown format, empty, undetectable, damaged: a clear 400, nothing written.
+        refused(client.post("/import", content=markdown, headers=FILE, params={"format": "mem0"}), 400)
+        refused(client.post("/import", content=jsonl, headers=FILE, params={"format": "csv"}), 400, "csv", "mem0")
+        refused(client.post("/import", content=b"  \n", headers=FILE), 400, "empty")
+        refused(client.post("/import", content="只是一句话，没有列表".encode(), headers=FILE), 400, "format")
+        refused(client.post("/import", content=b"PK\x03\x04broken", headers=FILE), 400, "damaged")
+        refused(client.post("/import", content=b"\xff\xfe\x00bad", headers=FILE), 400, "UTF-8")
+        assert ok(client.get("/stats"))["total"] == total
+        # Raw bytes are for the import only; other writes stay JSON.
+        refused(client.post("/memories", content=b'{"content": "bytes"}', headers=FILE), 415)
 
 
 # ---- profile, extraction log, stats -------------------------------------------------------

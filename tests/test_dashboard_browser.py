@@ -5,6 +5,7 @@ what the page shows checked, and each effect checked again through the API."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import time
@@ -466,7 +467,8 @@ def test_export_then_import_and_import_again(page: Page, served: Served, api: Ap
     import_file(page, saved)
     expect(page.get_by_test_id("report-created")).to_have_text("1")
     expect(page.get_by_test_id("report-present")).to_have_text(str(len(document["memories"]) - 1))
-    expect(page.get_by_test_id("report-memories")).to_have_text(str(len(document["memories"])))
+    expect(page.get_by_test_id("report-items")).to_have_text(str(len(document["memories"])))
+    expect(page.get_by_test_id("report-format")).to_have_text("This server's JSON export")
     back = api.get(f"/memories/{city['id']}")
     assert back["memory"]["content"] == city["content"]
     assert len(back["history"]) == len(city["history"]) == 2
@@ -491,6 +493,49 @@ def test_export_then_import_and_import_again(page: Page, served: Served, api: Ap
     status, refusal = api.call("POST", "/import", raw=junk.read_bytes())
     assert status == 400
     expect(page.get_by_test_id("import-error")).to_have_text(f"Invalid input: {refusal['error']}")
+    assert api.all_memories() == before
+
+
+def test_import_other_tools_files_detected_or_chosen(page: Page, served: Served, api: Api, tmp_path: Path) -> None:
+    imports = Path(__file__).parent / "data" / "imports"
+    go(page, served, "transfer")
+    expect(page.get_by_test_id("import-format")).to_have_value("auto")
+
+    # A Chinese MEMORY.md, its format detected.
+    import_file(page, imports / "MEMORY.zh.md")
+    expect(page.get_by_test_id("report-format")).to_have_text("Markdown (MEMORY.md)")
+    created = int(page.get_by_test_id("report-created").inner_text())
+    assert created > 0
+    expect(page.get_by_test_id("report-detail")).to_contain_text(f"{created} created")
+    assert any("驾照" in m["content"] for m in api.all_memories())
+
+    # The reference server's memory.jsonl, its format chosen; a gzip of it changes nothing more.
+    page.get_by_test_id("import-format").select_option("memory-jsonl")
+    import_file(page, imports / "memory.jsonl")
+    expect(page.get_by_test_id("report-format")).to_have_text("memory.jsonl (reference memory server)")
+    assert int(page.get_by_test_id("report-created").inner_text()) > 0
+    assert any(m["content"].startswith("张伟") for m in api.all_memories())
+    before = api.all_memories()
+    packed = tmp_path / "memory.jsonl.gz"
+    packed.write_bytes(gzip.compress((imports / "memory.jsonl").read_bytes()))
+    import_file(page, packed)
+    expect(page.get_by_test_id("report-created")).to_have_text("0")
+
+    # The wrong format chosen: the server's reason; a file over the body limit: not sent at all.
+    page.get_by_test_id("import-format").select_option("mem0")
+    with page.expect_file_chooser() as chooser:
+        page.get_by_test_id("import-choose").click()
+    chooser.value.set_files(str(imports / "MEMORY.mixed.md"))
+    page.get_by_test_id("import-submit").click()
+    expect(page.get_by_test_id("import-error")).to_contain_text("Invalid input:")
+    huge = tmp_path / "huge.jsonl"
+    huge.write_bytes(b"{}\n" * (api.get("/info")["limits"]["max_body"] // 3 + 1))
+    with page.expect_file_chooser() as chooser:
+        page.get_by_test_id("import-choose").click()
+    chooser.value.set_files(str(huge))
+    page.get_by_test_id("import-submit").click()
+    expect(page.get_by_test_id("import-error")).to_contain_text("huge.jsonl is")
+    expect(page.get_by_test_id("import-error")).to_contain_text("MCP_MEMORY_MAX_BODY")
     assert api.all_memories() == before
 
 
