@@ -767,6 +767,42 @@ def test_the_dashboard_command_serves_the_same_page(context: BrowserContext, tmp
             tab.close()
 
 
+def test_a_narrow_window_small_batches_and_many_tags(context: BrowserContext, tmp_path: Path, cache_dir: Path) -> None:
+    """800 px wide: the navigation stays a bar, also over an empty list; a selection bigger than
+    MCP_MEMORY_MAX_BATCH is deleted in several calls; a row shows its first tags and a count."""
+    with dashboard_server(tmp_path, cache_dir, {"MCP_MEMORY_MAX_BATCH": "3"}) as dashboard:
+        api = Api(f"http://127.0.0.1:{dashboard.port}")
+        tab = context.new_page()
+        tab.set_viewport_size({"width": 800, "height": 900})
+        try:
+            tab.goto(dashboard.url)
+            expect(tab.get_by_test_id("empty-state")).to_contain_text("No memories yet.")
+            bar = tab.locator("aside.sidebar").bounding_box()
+            assert bar is not None and bar["height"] < 200, f"the navigation bar is {bar} over an empty list"
+
+            tags = [f"标签{i} tag{i}" for i in range(20)]
+            ids = [
+                api.post("/memories", {"content": f"第 {i} 条 narrow window memory", "tags": tags})["id"]
+                for i in range(5)
+            ]
+            tab.reload()
+            expect(tab.get_by_test_id("memory-row")).to_have_count(5)
+            first = tab.get_by_test_id("memory-row").first
+            expect(first.get_by_test_id("row-tag")).to_have_count(6)
+            expect(first.get_by_test_id("more-tags")).to_have_text("+14 more")
+            assert "标签19 tag19" in (first.get_by_test_id("more-tags").get_attribute("title") or "")
+
+            tab.get_by_test_id("select-all").check()
+            expect(tab.get_by_test_id("selected-count")).to_have_text("5 selected")
+            tab.get_by_test_id("bulk-delete").click()
+            tab.get_by_test_id("confirm-ok").click()
+            expect(tab.get_by_test_id("toast").last).to_have_text("Deleted 5 memories.×")
+            expect(tab.get_by_test_id("empty-state")).to_be_visible()
+            assert all(api.call("GET", f"/memories/{i}")[0] == 404 for i in ids)
+        finally:
+            tab.close()
+
+
 # ---- screenshots ------------------------------------------------------------------------------
 
 # DASHBOARD_SCREENSHOTS=docs writes them where the README shows them; otherwise to tmp_path.

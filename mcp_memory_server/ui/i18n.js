@@ -132,6 +132,7 @@ const PAIRS = {
   'list.confirm_bulk_message': ['将删除：{ids}。此操作无法撤销。', 'These will be deleted: {ids}. This cannot be undone.'],
   'list.deleted': ['已删除 {n} 条记忆。', 'Deleted {n} memories.'],
   'list.not_found': ['未找到：{ids}。', 'Not found: {ids}.'],
+  'list.more_tags': ['还有 {n} 个', '+{n} more'],
 
   'search.summary': ['{n} 条结果', '{n} hits'],
   'search.keywords': ['关键词', 'keywords'],
