@@ -676,6 +676,12 @@ def test_chinese_browsers_get_chinese(
         expect(tab.get_by_test_id("page-title")).to_have_text("记忆")
         expect(tab.get_by_test_id("memory-row").first).to_be_visible()
         expect(tab.get_by_test_id("lang-switch")).to_have_value("zh")
+        # Our words, then the server's: after a full-width colon, no space.
+        tab.goto(ui(served, "memory/mem_99999"))
+        expect(tab.get_by_test_id("error-message")).to_have_text(
+            "未找到：no memory has the id 'mem_99999'; ids look like mem_12 (see list or recall)."
+        )
+        tab.goto(ui(served))
         tab.get_by_test_id("lang-switch").select_option("en")
         expect(tab.get_by_test_id("page-title")).to_have_text("Memories")
 

@@ -2,7 +2,7 @@
 // (#/memories, #/memory/mem_12, #/add, #/profile, #/log, #/stats, #/transfer), toasts and the
 // confirm dialog the views share.
 import { call, getToken, onUnauthorized, setToken } from './api.js';
-import { clear, errorState, errorText, h, icon } from './dom.js';
+import { clear, errorState, errorText, h, icon, joinMessage } from './dom.js';
 import { getLang, LANGS, setLang, t } from './i18n.js';
 import * as add from './views/add.js';
 import * as detail from './views/detail.js';
@@ -145,7 +145,7 @@ function confirm({ title, message, ok }) {
 /** A 401 in our words (by the gate's error code), then the server's own description. */
 function rejection(problem) {
   const head = (problem.code && t(`auth.code_${problem.code}`, {}, null)) || t('auth.rejected');
-  return problem.message ? `${head} ${problem.message}` : head.replace(/[:：]$/, '');
+  return problem.message ? joinMessage(head, problem.message) : head.replace(/[:：]$/, '');
 }
 
 function signIn(problem) {
