@@ -805,6 +805,27 @@ def test_a_narrow_window_small_batches_and_many_tags(context: BrowserContext, tm
             expect(tab.get_by_test_id("toast").last).to_have_text("Deleted 5 memories.×")
             expect(tab.get_by_test_id("empty-state")).to_be_visible()
             assert all(api.call("GET", f"/memories/{i}")[0] == 404 for i in ids)
+
+            # Every row of the last page deleted: the page before it, not "no memories yet".
+            for i in range(12):
+                api.post("/memories", {"content": f"分页删除 paging {i}", "category": "note"})
+            tab.reload()
+            tab.get_by_test_id("page-size").select_option("10")
+            tab.get_by_test_id("page-next").click()
+            expect(tab.get_by_test_id("memory-row")).to_have_count(2)
+            tab.get_by_test_id("select-all").check()
+            tab.get_by_test_id("bulk-delete").click()
+            tab.get_by_test_id("confirm-ok").click()
+            expect(tab.get_by_test_id("memory-row")).to_have_count(10)
+            expect(tab.get_by_test_id("page-number")).to_have_text("Page 1")
+            expect(tab.get_by_test_id("page-info")).to_have_text("1–10 of 10")
+
+            # A broken %-escape in the address: the server's "not found", no script error.
+            errors: list[str] = []
+            tab.on("pageerror", lambda error: errors.append(str(error)))
+            tab.goto(f"{dashboard.url}#/memory/%E0%A4%A")
+            expect(tab.get_by_test_id("error-message")).to_contain_text("Not found:")
+            assert errors == []
         finally:
             tab.close()
 

@@ -99,7 +99,16 @@ function route() {
   const container = h('div', { class: 'page', 'data-testid': `page-${found.r.name}` });
   clear(view).append(container);
   ctx.setTitle(t(`title.${found.r.name}`));
-  found.r.view.render(ctx, container, found.m.slice(1).map(decodeURIComponent));
+  found.r.view.render(ctx, container, found.m.slice(1).map(decoded));
+}
+
+/** A route's part as typed: a broken %-escape stays as it is (the server then says it is not found). */
+function decoded(part) {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    return part;
+  }
 }
 
 function toast(message, kind = 'ok') {

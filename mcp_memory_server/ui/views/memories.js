@@ -163,6 +163,12 @@ export function render(ctx, container) {
     const cursor = state.cursors[state.page];
     const page = await call('/memories', { query: { category: state.category, tier: state.tier, order: state.order,
       limit: state.limit, cursor } });
+    if (page.items.length === 0 && state.page > 0) { // this page's rows were all deleted: the one before
+      state.cursors.length = state.page;
+      state.page -= 1;
+      await loadList();
+      return;
+    }
     clear(results);
     if (page.items.length === 0) {
       const filtered = state.category || state.tier;
