@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import json
 import re
 import sqlite3
 import subprocess
@@ -414,6 +415,17 @@ def test_profile_view_and_manual_edits(served: Served) -> None:
         ]:
             refused(client.post("/profile", json=body), 400, *words)
         assert ok(client.get("/profile")) == edited
+        # Secrets are withheld from the profile as from memories, or the text refused.
+        leaky = "部署用的 token 是 sk-test-1234567890abcdefghij，项目 deploy-bot"
+        withheld = ok(client.post("/profile", json={"field": "active_projects", "action": "add", "text": leaky}))
+        texts = [item["text"] for item in withheld["active_projects"]]
+        assert "sk-test-1234567890abcdefghij" not in json.dumps(withheld, ensure_ascii=False)
+        assert any("[withheld:" in t and "deploy-bot" in t for t in texts), texts
+        refusal = client.post(
+            "/profile", json={"field": "summary", "action": "set", "text": "sk-test-1234567890abcdefghijklmnop"}
+        )
+        refused(refusal, 400, "Withheld")
+        assert ok(client.get("/profile"))["summary"] == edited["summary"]
 
 
 async def test_extraction_log_and_stats(served: Served) -> None:
