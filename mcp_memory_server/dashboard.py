@@ -4,13 +4,15 @@ step) and its JSON API under /ui/api (what each call does: dashboard_api.py).
 Served two ways: beside /mcp in HTTP mode (`beside`), with the MCP handlers' own namespaces
 (the same stores and in-memory indexes, handed over through `Opened`), and alone by the
 `dashboard` command (`standalone`), which opens the namespaces itself. Either way the bearer-token
-gate of access.py stands in front: the page, its static files and /ui/api/info hold no data and
-pass without a token; every other call needs one and is served in its namespace.
+gate of access.py stands in front, behind the guard below (so its 401 gets the same headers): the
+page, its static files and /ui/api/info hold no data and pass without a token; every other call
+needs one and is served in its namespace.
 
 Browser safety, on every request: the Host header must be loopback or an allowed host and a
 present Origin one of those too (DNS rebinding, other sites); a state-changing call must be
-`Content-Type: application/json`, which a cross-site form cannot send; bodies are capped at
-MCP_MEMORY_MAX_BODY. Responses forbid framing and sniffing, and the page allows only its own scripts.
+`Content-Type: application/json` (an import also application/octet-stream), which a cross-site form
+cannot send; bodies are capped at MCP_MEMORY_MAX_BODY. Responses forbid framing and sniffing, and
+the page allows only its own scripts.
 """
 
 from __future__ import annotations
@@ -155,8 +157,10 @@ class _Dashboard:
     async def static(self, request: Request) -> Response:
         name = request.path_params["path"]
         root = UI_DIR.resolve()
+        if "\x00" in name or any(part.startswith(".") for part in Path(name).parts):
+            return _error(404, "no such file.")
         path = (root / name).resolve()
-        if any(part.startswith(".") for part in Path(name).parts) or not path.is_relative_to(root):
+        if not path.is_relative_to(root):
             return _error(404, "no such file.")
         return self._file(path)
 
@@ -200,13 +204,8 @@ class _Dashboard:
                 headers={"content-disposition": f'attachment; filename="{name}"'},
             )
 
-        async def import_json(s: AppState, r: Request) -> Any:
-            raw = await self.body(r)
-            try:
-                text = raw.decode("utf-8-sig")
-            except UnicodeDecodeError as exc:
-                raise InvalidInput(f"the file is not UTF-8 text: {exc}") from exc
-            return await api.import_json(s, text)
+        async def import_file(s: AppState, r: Request) -> Any:
+            return await api.import_file(s, await self.body(r), query(r))
 
         async def edit_profile(s: AppState, r: Request) -> Any:
             return await api.edit_profile(s, await self.json(r))
@@ -224,7 +223,7 @@ class _Dashboard:
             Route(one, e(lambda s, r: api.delete(s, [r.path_params["memory_id"]])), methods=["DELETE"]),
             Route(f"{base}/search", e(lambda s, r: api.search(s, query(r))), methods=["GET"]),
             Route(f"{base}/export", e(export), methods=["GET"]),
-            Route(f"{base}/import", e(import_json), methods=["POST"]),
+            Route(f"{base}/import", e(import_file), methods=["POST"]),
             Route(f"{base}/profile", e(lambda s, r: api.profile(s)), methods=["GET"]),
             Route(f"{base}/profile", e(edit_profile), methods=["POST"]),
             Route(f"{base}/extraction-log", e(lambda s, r: api.extraction_log(s, query(r))), methods=["GET"]),
@@ -236,6 +235,13 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     message = "no such page or API call." if exc.status_code == 404 else str(exc.detail)
     return JSONResponse({"error": message}, status_code=exc.status_code, headers=exc.headers)
+
+
+def _body_type_ok(path: str, content_type: str) -> bool:
+    """JSON, or for an import the file's bytes as they are: neither is a type a cross-site form
+    can send or a cross-site fetch can send without a preflight, which this server never answers."""
+    kind = content_type.split(";", 1)[0].strip().lower()
+    return kind == "application/json" or (kind == "application/octet-stream" and path == f"{PREFIX}/api/import")
 
 
 class _Guard:
@@ -256,9 +262,7 @@ class _Guard:
             refusal = 421, "the Host header names no host this server answers for (MCP_MEMORY_ALLOWED_HOSTS)."
         elif origin is not None and not matches(origin, self.origins):
             refusal = 403, f"requests from {origin} are not accepted; open the dashboard from this server."
-        elif scope["method"] not in _SAFE_METHODS and not headers.get("content-type", "").lower().startswith(
-            "application/json"
-        ):
+        elif scope["method"] not in _SAFE_METHODS and not _body_type_ok(scope["path"], headers.get("content-type", "")):
             refusal = 415, "a call that changes something must send Content-Type: application/json."
         if refusal is not None:
             await _error(*refusal)(scope, receive, send)
@@ -275,23 +279,28 @@ class _Guard:
 
 
 def dashboard_app(config: Config, opened: Opened, access: Access | None, lifespan: Any = None) -> ASGIApp:
-    """The dashboard's routes with their guard (no token gate: see `beside` and `standalone`)."""
+    """The dashboard's routes behind the token gate (when there are tokens), both behind the guard:
+    the Host check comes before the token check, and the gate's 401 gets the security headers and
+    no-store like every other answer."""
     ui = _Dashboard(config, opened, access)
-    app = Starlette(routes=ui.routes(), exception_handlers={HTTPException: _http_error}, lifespan=lifespan)
+    app: ASGIApp = Starlette(routes=ui.routes(), exception_handlers={HTTPException: _http_error}, lifespan=lifespan)
+    if access is not None:
+        app = BearerGate(app, access, public=is_public)
     return _Guard(app, config.allowed_hosts)
 
 
 def beside(mcp: ASGIApp, config: Config, opened: Opened, access: Access | None) -> ASGIApp:
     """HTTP mode's app: /ui to the dashboard, everything else (and the lifespan, which opens the
-    namespaces into `opened`) to the MCP app; behind the token gate when there are tokens."""
+    namespaces into `opened`) to the MCP app; each behind the token gate when there are tokens."""
     ui = dashboard_app(config, opened, access)
+    other = BearerGate(mcp, access) if access is not None else mcp
 
     async def route(scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "") if scope["type"] == "http" else ""
-        target = ui if path == PREFIX or path.startswith(f"{PREFIX}/") else mcp
+        target = ui if path == PREFIX or path.startswith(f"{PREFIX}/") else other
         await target(scope, receive, send)
 
-    return BearerGate(route, access, public=is_public) if access is not None else route
+    return route
 
 
 def standalone(config: Config, access: Access | None) -> ASGIApp:
@@ -310,5 +319,4 @@ def standalone(config: Config, access: Access | None) -> ASGIApp:
             finally:
                 opened.set(None)
 
-    app = dashboard_app(config, opened, access, lifespan)
-    return BearerGate(app, access, public=is_public) if access is not None else app
+    return dashboard_app(config, opened, access, lifespan)

@@ -14,9 +14,10 @@ from typing import Any, cast, get_args
 from . import __version__, profiles
 from .config import Config
 from .errors import InvalidInput
+from .importing import FORMATS, ImportSummary, import_bytes
 from .logbook import LogEntry
 from .models import KNOWN_CATEGORIES, ForgetResult, OrderBy, RememberResult, Stats
-from .portable import ImportReport, export_json, import_file
+from .portable import export_json
 from .profiles import Profile
 from .spaces import AppState
 from .validate import MAX_KEY_CHARS, quoted
@@ -30,7 +31,7 @@ __all__ = [
     "edit_profile",
     "export",
     "extraction_log",
-    "import_json",
+    "import_file",
     "info",
     "list_memories",
     "profile",
@@ -126,6 +127,7 @@ def info(config: Config, namespace: str | None, auth: bool) -> dict[str, Any]:
         "tiers": ["core", "working"],
         "orders": list(_ORDERS),
         "profile_fields": list(_PROFILE_FIELDS),
+        "import_formats": ["auto", *FORMATS],
     }
 
 
@@ -192,8 +194,15 @@ async def export(state: AppState) -> str:
     return await export_json(state.store)
 
 
-async def import_json(state: AppState, text: str) -> ImportReport:
-    return await import_file(state.store, text)
+async def import_file(state: AppState, data: bytes, query: Mapping[str, str]) -> ImportSummary:
+    """A file in any format the CLI's import reads (zip and gzip unpacked), in the format the
+    query names or the one it looks like; the same summary as the import_memories tool."""
+    chosen = query.get("format", "").strip() or "auto"
+    if chosen not in ("auto", *FORMATS):
+        raise InvalidInput(f"format {quoted(chosen)} is not one of auto, {', '.join(FORMATS)}.")
+    if not data.strip():
+        raise InvalidInput("the file is empty; nothing was imported.")
+    return await import_bytes(state.store, data, None if chosen == "auto" else chosen)
 
 
 async def profile(state: AppState) -> Profile:

@@ -29,6 +29,7 @@ from .rows import COLUMNS, iso, row_to_memory, utcnow
 from .store import Store
 from .tokens import fingerprint
 from .tx import Tx
+from .validate import screen
 
 __all__ = [
     "FIELDS",
@@ -338,6 +339,8 @@ async def edit_profile(store: Store, field: str, action: Edit, text: str) -> Pro
     text = " ".join(text.split())
     if not text or len(text) > 500:
         raise InvalidInput("text must be 1-500 characters.")
+    if action != "remove":  # secrets are withheld as from memories (a remove names a stored text)
+        text, _ = screen(text)
     _, manual, _ = await _row(store)
     if field in ("summary", "language_preferences"):
         if action != "set":

@@ -4,10 +4,14 @@ the SDK's client. Each test works in a namespace of its own on the shared server
 
 from __future__ import annotations
 
+import gzip
+import io
+import json
 import re
 import sqlite3
 import subprocess
 import warnings
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -95,7 +99,8 @@ def test_the_page_and_its_files_load_without_a_token(served: Served) -> None:
             assert got.status_code == 200 and got.content == path.read_bytes()
             kind = "text/javascript" if path.suffix == ".js" else "text/css"
             assert got.headers["content-type"].startswith(kind), path
-        for outside in ("%2e%2e/dashboard.py", "..%2fdashboard.py", "%2e%2e/%2e%2e/pyproject.toml", ".hidden"):
+        outside_files = ("%2e%2e/dashboard.py", "..%2fdashboard.py", "%2e%2e/%2e%2e/pyproject.toml", ".hidden")
+        for outside in (*outside_files, "%00.js", "app.js%00.txt", "views%00/add.js"):
             response = web.get(f"{base(served)}/static/{outside}")
             assert response.status_code in (401, 404) and "import" not in response.text, outside
         for sneaky in ("/ui/static/%2e%2e/api/memories", "/ui/static/../api/stats"):
@@ -327,10 +332,11 @@ def test_export_then_import_into_another_server(served: Served, tmp_path: Path, 
     with dashboard_server(tmp_path, cache_dir) as other, httpx2.Client(base_url=f"{other.url}/api") as target:
         assert ok(target.get("/info"))["auth"] is False
         report = ok(target.post("/import", content=exported.content, headers=JSON))
-        assert report["memories"] == 3 and len(report["created"]) == 3 and report["present"] == 0
-        assert report["profile_edits"] is True
+        assert report["format"] == "json" and report["items"] == 3 and report["created"] == 3
+        assert report["present"] == 0 and sorted(report["ids"]) == sorted(source)
+        assert "profile edits added" in report["detail"]
         again = ok(target.post("/import", content=exported.content, headers=JSON))
-        assert again["created"] == [] and again["present"] == 3 and again["renamed"] == {}
+        assert again["created"] == 0 and again["present"] == 3 and again["ids"] == []
         copied = {m["id"]: m for m in ok(target.get("/memories", params={"limit": 100}))["items"]}
         assert copied == source and ok(target.get("/stats"))["total"] == 3
         history = ok(target.get(f"/memories/{keyed}"))["history"]
@@ -338,7 +344,49 @@ def test_export_then_import_into_another_server(served: Served, tmp_path: Path, 
         domains = [item["text"] for item in ok(target.get("/profile"))["domains"]]
         assert "编辑器与开发工具" in domains
         refused(target.post("/import", content=b'{"format": "something else"}', headers=JSON), 400)
-        refused(target.post("/import", content=b"not json", headers=JSON), 400)
+        refused(target.post("/import", content=b"not json", headers=JSON), 400, "format")
+
+
+IMPORTS = Path(__file__).parent / "data" / "imports"
+FILE = {"Content-Type": "application/octet-stream"}
+
+
+def test_import_reads_every_format_the_cli_reads(tmp_path: Path, cache_dir: Path) -> None:
+    """The other tools' files, as the browser sends a picked file: its bytes, format detected or
+    chosen; zip and gzip unpacked; the import_memories tool's summary; twice changes nothing."""
+    markdown = (IMPORTS / "MEMORY.zh.md").read_bytes()
+    jsonl = (IMPORTS / "memory.jsonl").read_bytes()
+    mem0 = (IMPORTS / "mem0_get_all.json").read_bytes()
+    packed = io.BytesIO()
+    with zipfile.ZipFile(packed, "w") as archive:
+        archive.writestr("export/memories.json", (IMPORTS / "openmemory_memories.json").read_bytes())
+    with dashboard_server(tmp_path, cache_dir) as server, httpx2.Client(base_url=f"{server.url}/api") as client:
+        first = ok(client.post("/import", content=markdown, headers=FILE))
+        assert first["format"] == "markdown" and first["created"] == first["items"] > 0
+        contents = {m["content"] for m in ok(client.get("/memories", params={"limit": 100}))["items"]}
+        assert any("驾照" in c for c in contents), contents
+        assert ok(client.post("/import", content=markdown, headers=FILE))["created"] == 0
+        jsonl_report = ok(client.post("/import", content=jsonl, headers=JSON, params={"format": "memory-jsonl"}))
+        assert jsonl_report["format"] == "memory-jsonl" and jsonl_report["created"] > 0
+        unpacked = ok(client.post("/import", content=gzip.compress(mem0), headers=FILE))
+        assert unpacked["format"] == "mem0" and unpacked["created"] > 0
+        opened = ok(client.post("/import", content=packed.getvalue(), headers=FILE, params={"format": "auto"}))
+        assert opened["format"] == "mem0" and opened["created"] > 0 and opened["detail"]
+        counts = ok(client.get("/stats"))
+        reports = (first, jsonl_report, unpacked, opened)
+        assert counts["total"] + counts["archived"] == sum(r["created"] for r in reports)
+        total = counts["total"]
+
+        # Wrong or unknown format, empty, undetectable, damaged: a clear 400, nothing written.
+        refused(client.post("/import", content=markdown, headers=FILE, params={"format": "mem0"}), 400)
+        refused(client.post("/import", content=jsonl, headers=FILE, params={"format": "csv"}), 400, "csv", "mem0")
+        refused(client.post("/import", content=b"  \n", headers=FILE), 400, "empty")
+        refused(client.post("/import", content="只是一句话，没有列表".encode(), headers=FILE), 400, "format")
+        refused(client.post("/import", content=b"PK\x03\x04broken", headers=FILE), 400, "damaged")
+        refused(client.post("/import", content=b"\xff\xfe\x00bad", headers=FILE), 400, "UTF-8")
+        assert ok(client.get("/stats"))["total"] == total
+        # Raw bytes are for the import only; other writes stay JSON.
+        refused(client.post("/memories", content=b'{"content": "bytes"}', headers=FILE), 415)
 
 
 # ---- profile, extraction log, stats -------------------------------------------------------
@@ -367,6 +415,17 @@ def test_profile_view_and_manual_edits(served: Served) -> None:
         ]:
             refused(client.post("/profile", json=body), 400, *words)
         assert ok(client.get("/profile")) == edited
+        # Secrets are withheld from the profile as from memories, or the text refused.
+        leaky = "部署用的 token 是 sk-test-1234567890abcdefghij，项目 deploy-bot"
+        withheld = ok(client.post("/profile", json={"field": "active_projects", "action": "add", "text": leaky}))
+        texts = [item["text"] for item in withheld["active_projects"]]
+        assert "sk-test-1234567890abcdefghij" not in json.dumps(withheld, ensure_ascii=False)
+        assert any("[withheld:" in t and "deploy-bot" in t for t in texts), texts
+        refusal = client.post(
+            "/profile", json={"field": "summary", "action": "set", "text": "sk-test-1234567890abcdefghijklmnop"}
+        )
+        refused(refusal, 400, "Withheld")
+        assert ok(client.get("/profile"))["summary"] == edited["summary"]
 
 
 async def test_extraction_log_and_stats(served: Served) -> None:
@@ -423,6 +482,8 @@ def test_every_call_but_info_needs_a_valid_token(served: Served) -> None:
                 assert response.status_code == 401, (method, path, response.text)
                 assert response.json()["error"] == code and response.json()["error_description"]
                 assert response.headers["www-authenticate"].startswith("Bearer")
+                assert response.headers["cache-control"] == "no-store", (method, path)
+                assert "frame-ancestors 'none'" in response.headers["content-security-policy"], (method, path)
     assert {ns: len(stored(served, ns)) for ns in NAMESPACES} == counts
 
 
@@ -453,6 +514,8 @@ def test_host_and_origin_are_checked(served: Served) -> None:
             refused(alice.get(path, headers={"Host": f"evil.example:{port}"}), 421, "Host")
         with httpx2.Client(timeout=30) as web:
             assert web.get(base(served), headers={"Host": f"evil.example:{port}"}).status_code == 421
+            # the Host check comes before the token check: a rebound page learns nothing from a 401
+            refused(web.get(f"{base(served)}/api/stats", headers={"Host": f"evil.example:{port}"}), 421, "Host")
         before = len(stored(served, "alice"))
         foreign = {"Origin": "http://evil.example"}
         refused(alice.post("/memories", json={"content": "来自别的网站"}, headers=foreign), 403, "evil.example")
@@ -511,6 +574,8 @@ def test_the_dashboard_command_with_tokens(tmp_path: Path, cache_dir: Path) -> N
     with dashboard_server(tmp_path, cache_dir, env) as server, httpx2.Client(base_url=f"{server.url}/api") as client:
         assert ok(client.get("/info"))["auth"] is True
         refused(client.get("/memories"), 401)
+        assert client.get("/memories").headers["cache-control"] == "no-store"
+        assert "default-src 'self'" in client.get("/memories").headers["content-security-policy"]
         auth = {"Authorization": f"Bearer {token}"}
         created = ok(client.post("/memories", json={"content": "独立的仪表盘 standalone"}, headers=auth), 201)
         assert ok(client.get("/info", headers=auth))["namespace"] == "solo"

@@ -5,6 +5,7 @@ what the page shows checked, and each effect checked again through the API."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import time
@@ -466,7 +467,8 @@ def test_export_then_import_and_import_again(page: Page, served: Served, api: Ap
     import_file(page, saved)
     expect(page.get_by_test_id("report-created")).to_have_text("1")
     expect(page.get_by_test_id("report-present")).to_have_text(str(len(document["memories"]) - 1))
-    expect(page.get_by_test_id("report-memories")).to_have_text(str(len(document["memories"])))
+    expect(page.get_by_test_id("report-items")).to_have_text(str(len(document["memories"])))
+    expect(page.get_by_test_id("report-format")).to_have_text("This server's JSON export")
     back = api.get(f"/memories/{city['id']}")
     assert back["memory"]["content"] == city["content"]
     assert len(back["history"]) == len(city["history"]) == 2
@@ -491,6 +493,49 @@ def test_export_then_import_and_import_again(page: Page, served: Served, api: Ap
     status, refusal = api.call("POST", "/import", raw=junk.read_bytes())
     assert status == 400
     expect(page.get_by_test_id("import-error")).to_have_text(f"Invalid input: {refusal['error']}")
+    assert api.all_memories() == before
+
+
+def test_import_other_tools_files_detected_or_chosen(page: Page, served: Served, api: Api, tmp_path: Path) -> None:
+    imports = Path(__file__).parent / "data" / "imports"
+    go(page, served, "transfer")
+    expect(page.get_by_test_id("import-format")).to_have_value("auto")
+
+    # A Chinese MEMORY.md, its format detected.
+    import_file(page, imports / "MEMORY.zh.md")
+    expect(page.get_by_test_id("report-format")).to_have_text("Markdown (MEMORY.md)")
+    created = int(page.get_by_test_id("report-created").inner_text())
+    assert created > 0
+    expect(page.get_by_test_id("report-detail")).to_contain_text(f"{created} created")
+    assert any("驾照" in m["content"] for m in api.all_memories())
+
+    # The reference server's memory.jsonl, its format chosen; a gzip of it changes nothing more.
+    page.get_by_test_id("import-format").select_option("memory-jsonl")
+    import_file(page, imports / "memory.jsonl")
+    expect(page.get_by_test_id("report-format")).to_have_text("memory.jsonl (reference memory server)")
+    assert int(page.get_by_test_id("report-created").inner_text()) > 0
+    assert any(m["content"].startswith("张伟") for m in api.all_memories())
+    before = api.all_memories()
+    packed = tmp_path / "memory.jsonl.gz"
+    packed.write_bytes(gzip.compress((imports / "memory.jsonl").read_bytes()))
+    import_file(page, packed)
+    expect(page.get_by_test_id("report-created")).to_have_text("0")
+
+    # The wrong format chosen: the server's reason; a file over the body limit: not sent at all.
+    page.get_by_test_id("import-format").select_option("mem0")
+    with page.expect_file_chooser() as chooser:
+        page.get_by_test_id("import-choose").click()
+    chooser.value.set_files(str(imports / "MEMORY.mixed.md"))
+    page.get_by_test_id("import-submit").click()
+    expect(page.get_by_test_id("import-error")).to_contain_text("Invalid input:")
+    huge = tmp_path / "huge.jsonl"
+    huge.write_bytes(b"{}\n" * (api.get("/info")["limits"]["max_body"] // 3 + 1))
+    with page.expect_file_chooser() as chooser:
+        page.get_by_test_id("import-choose").click()
+    chooser.value.set_files(str(huge))
+    page.get_by_test_id("import-submit").click()
+    expect(page.get_by_test_id("import-error")).to_contain_text("huge.jsonl is")
+    expect(page.get_by_test_id("import-error")).to_contain_text("MCP_MEMORY_MAX_BODY")
     assert api.all_memories() == before
 
 
@@ -631,6 +676,12 @@ def test_chinese_browsers_get_chinese(
         expect(tab.get_by_test_id("page-title")).to_have_text("记忆")
         expect(tab.get_by_test_id("memory-row").first).to_be_visible()
         expect(tab.get_by_test_id("lang-switch")).to_have_value("zh")
+        # Our words, then the server's: after a full-width colon, no space.
+        tab.goto(ui(served, "memory/mem_99999"))
+        expect(tab.get_by_test_id("error-message")).to_have_text(
+            "未找到：no memory has the id 'mem_99999'; ids look like mem_12 (see list or recall)."
+        )
+        tab.goto(ui(served))
         tab.get_by_test_id("lang-switch").select_option("en")
         expect(tab.get_by_test_id("page-title")).to_have_text("Memories")
 
@@ -718,6 +769,63 @@ def test_the_dashboard_command_serves_the_same_page(context: BrowserContext, tmp
             assert [(m["content"], m["category"]) for m in items] == [
                 ("从 dashboard 命令添加的记忆 (standalone)", "note")
             ]
+        finally:
+            tab.close()
+
+
+def test_a_narrow_window_small_batches_and_many_tags(context: BrowserContext, tmp_path: Path, cache_dir: Path) -> None:
+    """800 px wide: the navigation stays a bar, also over an empty list; a selection bigger than
+    MCP_MEMORY_MAX_BATCH is deleted in several calls; a row shows its first tags and a count."""
+    with dashboard_server(tmp_path, cache_dir, {"MCP_MEMORY_MAX_BATCH": "3"}) as dashboard:
+        api = Api(f"http://127.0.0.1:{dashboard.port}")
+        tab = context.new_page()
+        tab.set_viewport_size({"width": 800, "height": 900})
+        try:
+            tab.goto(dashboard.url)
+            expect(tab.get_by_test_id("empty-state")).to_contain_text("No memories yet.")
+            bar = tab.locator("aside.sidebar").bounding_box()
+            assert bar is not None and bar["height"] < 200, f"the navigation bar is {bar} over an empty list"
+
+            tags = [f"标签{i} tag{i}" for i in range(20)]
+            ids = [
+                api.post("/memories", {"content": f"第 {i} 条 narrow window memory", "tags": tags})["id"]
+                for i in range(5)
+            ]
+            tab.reload()
+            expect(tab.get_by_test_id("memory-row")).to_have_count(5)
+            first = tab.get_by_test_id("memory-row").first
+            expect(first.get_by_test_id("row-tag")).to_have_count(6)
+            expect(first.get_by_test_id("more-tags")).to_have_text("+14 more")
+            assert "标签19 tag19" in (first.get_by_test_id("more-tags").get_attribute("title") or "")
+
+            tab.get_by_test_id("select-all").check()
+            expect(tab.get_by_test_id("selected-count")).to_have_text("5 selected")
+            tab.get_by_test_id("bulk-delete").click()
+            tab.get_by_test_id("confirm-ok").click()
+            expect(tab.get_by_test_id("toast").last).to_have_text("Deleted 5 memories.×")
+            expect(tab.get_by_test_id("empty-state")).to_be_visible()
+            assert all(api.call("GET", f"/memories/{i}")[0] == 404 for i in ids)
+
+            # Every row of the last page deleted: the page before it, not "no memories yet".
+            for i in range(12):
+                api.post("/memories", {"content": f"分页删除 paging {i}", "category": "note"})
+            tab.reload()
+            tab.get_by_test_id("page-size").select_option("10")
+            tab.get_by_test_id("page-next").click()
+            expect(tab.get_by_test_id("memory-row")).to_have_count(2)
+            tab.get_by_test_id("select-all").check()
+            tab.get_by_test_id("bulk-delete").click()
+            tab.get_by_test_id("confirm-ok").click()
+            expect(tab.get_by_test_id("memory-row")).to_have_count(10)
+            expect(tab.get_by_test_id("page-number")).to_have_text("Page 1")
+            expect(tab.get_by_test_id("page-info")).to_have_text("1–10 of 10")
+
+            # A broken %-escape in the address: the server's "not found", no script error.
+            errors: list[str] = []
+            tab.on("pageerror", lambda error: errors.append(str(error)))
+            tab.goto(f"{dashboard.url}#/memory/%E0%A4%A")
+            expect(tab.get_by_test_id("error-message")).to_contain_text("Not found:")
+            assert errors == []
         finally:
             tab.close()
 

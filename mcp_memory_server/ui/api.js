@@ -44,7 +44,7 @@ async function failure(response) {
 }
 
 /** JSON in, JSON out. `query` values that are empty are left out. */
-export async function call(path, { method = 'GET', query, body, raw, quiet401 = false } = {}) {
+export async function call(path, { method = 'GET', query, body, raw, rawType = 'application/json', quiet401 = false } = {}) {
   let url = `${BASE}${path}`;
   if (query) {
     const params = new URLSearchParams();
@@ -57,7 +57,7 @@ export async function call(path, { method = 'GET', query, body, raw, quiet401 = 
   const init = { method, headers: headers({ Accept: 'application/json' }), credentials: 'same-origin' };
   if (raw !== undefined) {
     init.body = raw;
-    init.headers['Content-Type'] = 'application/json';
+    init.headers['Content-Type'] = rawType;
   } else if (body !== undefined) {
     init.body = JSON.stringify(body);
     init.headers['Content-Type'] = 'application/json';

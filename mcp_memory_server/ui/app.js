@@ -2,7 +2,7 @@
 // (#/memories, #/memory/mem_12, #/add, #/profile, #/log, #/stats, #/transfer), toasts and the
 // confirm dialog the views share.
 import { call, getToken, onUnauthorized, setToken } from './api.js';
-import { clear, errorState, errorText, h, icon } from './dom.js';
+import { clear, errorState, errorText, h, icon, joinMessage } from './dom.js';
 import { getLang, LANGS, setLang, t } from './i18n.js';
 import * as add from './views/add.js';
 import * as detail from './views/detail.js';
@@ -99,7 +99,16 @@ function route() {
   const container = h('div', { class: 'page', 'data-testid': `page-${found.r.name}` });
   clear(view).append(container);
   ctx.setTitle(t(`title.${found.r.name}`));
-  found.r.view.render(ctx, container, found.m.slice(1).map(decodeURIComponent));
+  found.r.view.render(ctx, container, found.m.slice(1).map(decoded));
+}
+
+/** A route's part as typed: a broken %-escape stays as it is (the server then says it is not found). */
+function decoded(part) {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    return part;
+  }
 }
 
 function toast(message, kind = 'ok') {
@@ -145,7 +154,7 @@ function confirm({ title, message, ok }) {
 /** A 401 in our words (by the gate's error code), then the server's own description. */
 function rejection(problem) {
   const head = (problem.code && t(`auth.code_${problem.code}`, {}, null)) || t('auth.rejected');
-  return problem.message ? `${head} ${problem.message}` : head.replace(/[:：]$/, '');
+  return problem.message ? joinMessage(head, problem.message) : head.replace(/[:：]$/, '');
 }
 
 function signIn(problem) {

@@ -122,9 +122,14 @@ export function emptyState(message, action) {
 export function errorText(error) {
   if (error && error.status !== undefined) {
     const head = t(`error.status_${error.status}`, {}, null) ?? t('error.status_other', { status: error.status });
-    return error.message ? `${head} ${error.message}` : head;
+    return error.message ? joinMessage(head, error.message) : head;
   }
   return t('error.network', { message: String(error && error.message ? error.message : error) });
+}
+
+/** "Not found: the server's words"; a Chinese full-width colon has its own space. */
+export function joinMessage(head, message) {
+  return /[：]$/.test(head) ? `${head}${message}` : `${head} ${message}`;
 }
 
 export function field(labelText, control, hint) {

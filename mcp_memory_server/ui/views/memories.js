@@ -8,6 +8,7 @@ import {
 import { t } from '../i18n.js';
 
 const PAGE_SIZES = [10, 20, 50];
+const MAX_ROW_TAGS = 6;
 // Kept while the page is open, so coming back from a memory finds the same filters and page.
 const state = { category: '', tier: '', order: 'updated', limit: 20, q: '', cursors: [null], page: 0, selected: new Set() };
 
@@ -86,15 +87,25 @@ export function render(ctx, container) {
     const ok = await ctx.confirm({ title: t('list.confirm_bulk_title', { n: ids.length }),
       message: t('list.confirm_bulk_message', { ids: ids.join(', ') }) });
     if (!ok) return;
+    // The server takes at most max_batch ids a call (MCP_MEMORY_MAX_BATCH): a bigger selection goes
+    // in several calls; if one fails, what the earlier ones deleted is said and leaves the selection.
+    const size = ctx.info.limits.max_batch;
+    const deleted = [];
+    const missing = [];
     try {
-      const result = await call('/memories/delete', { method: 'POST', body: { ids } });
+      for (let start = 0; start < ids.length; start += size) {
+        const result = await call('/memories/delete', { method: 'POST', body: { ids: ids.slice(start, start + size) } });
+        deleted.push(...result.deleted);
+        missing.push(...result.not_found);
+      }
       state.selected.clear();
-      ctx.toast(t('list.deleted', { n: result.deleted.length }) +
-        (result.not_found.length ? ` ${t('list.not_found', { ids: result.not_found.join(', ') })}` : ''));
-      load();
+      ctx.toast(t('list.deleted', { n: deleted.length }) +
+        (missing.length ? ` ${t('list.not_found', { ids: missing.join(', ') })}` : ''));
     } catch (error) {
-      ctx.toast(errorText(error), 'error');
+      for (const id of [...deleted, ...missing]) state.selected.delete(id);
+      ctx.toast((deleted.length ? `${t('list.deleted', { n: deleted.length })} ` : '') + errorText(error), 'error');
     }
+    load();
   }
 
   function checkbox(id, label) {
@@ -135,13 +146,29 @@ export function render(ctx, container) {
         item.content),
       h('div', { class: 'meta' }, h('code', { class: 'id' }, item.id),
         item.key ? h('code', { class: 'key', 'data-testid': 'memory-key' }, item.key) : null,
-        (item.tags || []).map((tag) => h('span', { class: 'tag' }, `#${tag}`))));
+        tagList(item.tags || [])));
+  }
+
+  // A row shows its first tags and how many more there are (the memory's page shows them all).
+  function tagList(tags) {
+    const shown = tags.slice(0, MAX_ROW_TAGS).map((tag) => h('span', { class: 'tag', 'data-testid': 'row-tag' }, `#${tag}`));
+    if (tags.length > MAX_ROW_TAGS) {
+      shown.push(h('span', { class: 'tag tag-more', 'data-testid': 'more-tags', title: tags.slice(MAX_ROW_TAGS).join(', ') },
+        t('list.more_tags', { n: tags.length - MAX_ROW_TAGS })));
+    }
+    return shown;
   }
 
   async function loadList() {
     const cursor = state.cursors[state.page];
     const page = await call('/memories', { query: { category: state.category, tier: state.tier, order: state.order,
       limit: state.limit, cursor } });
+    if (page.items.length === 0 && state.page > 0) { // this page's rows were all deleted: the one before
+      state.cursors.length = state.page;
+      state.page -= 1;
+      await loadList();
+      return;
+    }
     clear(results);
     if (page.items.length === 0) {
       const filtered = state.category || state.tier;

@@ -1,7 +1,9 @@
-// Export the namespace as the JSON file `mcp-memory-server export` writes, and import such a file:
-// all or nothing, ids kept when free; importing the same file again changes nothing.
+// Export the namespace as the JSON file `mcp-memory-server export` writes, and import a file in any
+// format `mcp-memory-server import` reads (this server's JSON, memory.jsonl, mem0 / OpenMemory, zip or
+// gz of those, MEMORY.md), detected or chosen: all or nothing; importing the same file again changes
+// nothing. The file goes up as it is (its bytes); the server unpacks and reads it.
 import { call, download } from '../api.js';
-import { clear, errorText, fmtInt, h } from '../dom.js';
+import { clear, errorText, fmtBytes, fmtInt, h } from '../dom.js';
 import { t } from '../i18n.js';
 
 export function render(ctx, container) {
@@ -24,8 +26,10 @@ export function render(ctx, container) {
     }
   });
 
-  const file = h('input', { type: 'file', id: 'import-file', accept: '.json,application/json', class: 'sr-only',
-    'data-testid': 'import-file', tabindex: '-1' });
+  const file = h('input', { type: 'file', id: 'import-file', class: 'sr-only', 'data-testid': 'import-file', tabindex: '-1',
+    accept: '.json,.jsonl,.md,.markdown,.txt,.zip,.gz,application/json,text/markdown,text/plain,application/zip,application/gzip' });
+  const format = h('select', { id: 'import-format', 'data-testid': 'import-format' },
+    ctx.info.import_formats.map((name) => h('option', { value: name }, t(`format.${name}`, {}, null) ?? name)));
   const chosen = h('span', { class: 'muted', 'data-testid': 'import-chosen' }, t('transfer.no_file'));
   const choose = h('button', { type: 'button', class: 'btn', 'data-testid': 'import-choose', onclick: () => file.click() },
     t('transfer.choose'));
@@ -41,11 +45,18 @@ export function render(ctx, container) {
   importButton.addEventListener('click', async () => {
     const picked = file.files[0];
     if (!picked) return;
-    importButton.disabled = true;
     clear(report);
+    const max = ctx.info.limits.max_body;
+    if (picked.size > max) {
+      report.append(h('div', { class: 'alert alert-error', role: 'alert', 'data-testid': 'import-error' },
+        t('transfer.too_big', { name: picked.name, size: fmtBytes(picked.size), max: fmtBytes(max) })));
+      return;
+    }
+    importButton.disabled = true;
     try {
-      const result = await call('/import', { method: 'POST', raw: await picked.text() });
-      ctx.toast(t('transfer.imported', { n: result.created.length }));
+      const result = await call('/import', { method: 'POST', raw: picked, rawType: 'application/octet-stream',
+        query: { format: format.value } });
+      ctx.toast(t('transfer.imported', { n: result.created }));
       report.append(reportCard(result));
     } catch (error) {
       report.append(h('div', { class: 'alert alert-error', role: 'alert', 'data-testid': 'import-error' }, errorText(error)));
@@ -60,24 +71,24 @@ export function render(ctx, container) {
     h('section', { class: 'card' }, h('h2', {}, t('transfer.import_title')), h('p', { class: 'muted' }, t('transfer.import_lead')),
       h('label', { for: 'import-file', class: 'sr-only' }, t('transfer.choose')), file,
       h('div', { class: 'file-row' }, choose, chosen),
+      h('div', { class: 'field' }, h('label', { for: 'import-format' }, t('transfer.format')), format),
       h('div', { class: 'form-actions start' }, importButton),
       report)));
 }
 
 function reportCard(result) {
-  const renamed = Object.entries(result.renamed || {});
   const row = (name, value) => [h('dt', {}, t(`report.${name}`)), h('dd', { class: 'num', 'data-testid': `report-${name}` }, value)];
   return h('div', { class: 'report', 'data-testid': 'import-report' },
     h('h3', {}, t('transfer.report')),
     h('dl', { class: 'fields' },
-      row('memories', fmtInt(result.memories)),
-      row('created', fmtInt(result.created.length)),
+      row('format', t(`format.${result.format}`, {}, null) ?? result.format),
+      row('items', fmtInt(result.items)),
+      row('created', fmtInt(result.created)),
+      row('updated', fmtInt(result.updated)),
       row('present', fmtInt(result.present)),
-      row('archived', fmtInt(result.archived)),
-      row('renamed', renamed.length ? renamed.map(([a, b]) => `${a} → ${b}`).join(', ') : fmtInt(0)),
-      row('withheld', fmtInt(typeof result.withheld === 'number' ? result.withheld : (result.withheld || []).length)),
-      row('refused', fmtInt((result.refused || []).length)),
-      row('sessions_added', fmtInt(result.sessions_added)),
-      row('sessions_present', fmtInt(result.sessions_present)),
-      row('profile_edits', result.profile_edits ? t('common.yes') : t('common.no'))));
+      result.archived ? row('archived', fmtInt(result.archived)) : null,
+      result.skipped ? row('skipped', fmtInt(result.skipped)) : null,
+      row('withheld', fmtInt(result.withheld)),
+      row('refused', result.refused.length ? result.refused.join(', ') : fmtInt(0))),
+    h('p', { class: 'muted', 'data-testid': 'report-detail' }, result.detail));
 }
