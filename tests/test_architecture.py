@@ -19,6 +19,7 @@ RANKS = {
     "segmenter": 0,
     "vocabulary": 0,
     "postings": 0,
+    "keyword_query": 0,
     "signal_patterns": 0,
     "redact": 0,
     "access": 3,
