@@ -51,6 +51,10 @@ def bare_import() -> float:
     return time.perf_counter() - started
 
 
+def _spread(runs: list[float]) -> str:
+    return f"(min {min(runs) * 1000:.0f}, max {max(runs) * 1000:.0f})"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=5)
@@ -64,8 +68,10 @@ def main() -> None:
         ours = [cold_start(command, Path(tmp) / f"run{i}.db", cache) for i in range(args.runs)]
         bare = [bare_import() for _ in range(args.runs)]
     ours_median, bare_median = statistics.median(ours), statistics.median(bare)
-    print(f"cold start (spawn -> initialize answered), median of {args.runs}: {ours_median * 1000:.0f} ms")
-    print(f"bare `python -c 'import mcp.server'`, median of {args.runs}:   {bare_median * 1000:.0f} ms")
+    print(
+        f"cold start (spawn -> initialize answered), median of {args.runs}: {ours_median * 1000:.0f} ms {_spread(ours)}"
+    )
+    print(f"bare `python -c 'import mcp.server'`, median of {args.runs}:   {bare_median * 1000:.0f} ms {_spread(bare)}")
     print(f"ratio: {ours_median / bare_median:.2f}x")
 
 

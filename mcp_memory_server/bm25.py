@@ -13,28 +13,17 @@ import bisect
 import math
 from array import array
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from .keyword_query import KeywordQuery
 from .postings import Forward, Postings
 from .vocabulary import Vocabulary
 
 __all__ = ["Bm25Index", "KeywordQuery"]
 
 _MAX_PREFIX_TERMS = 64
-
-
-@dataclass(frozen=True)
-class KeywordQuery:
-    """One keyword in index terms: all `terms` must occur (a Chinese word's bigrams); with
-    `prefix`, its single term also matches longer terms (pyth -> python). `weight` scales its
-    contribution (single Chinese characters count for less than words)."""
-
-    terms: tuple[str, ...]
-    prefix: bool = False
-    weight: float = 1.0
 
 
 class Bm25Index:

@@ -6,16 +6,14 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-import webbrowser
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from . import __version__
 from .access import Access, new_token
-from .backup import BackupReport, backup
 from .config import Config
 from .errors import InvalidInput, MemoryServerError, NotFound
 from .importing import FORMATS, ImportSummary, import_bytes
@@ -27,6 +25,9 @@ from .service import MemoryService
 from .settings import ENV_VARS
 from .spaces import Opened
 from .store import Store
+
+if TYPE_CHECKING:
+    from .backup import BackupReport
 
 __all__ = ["main"]
 
@@ -305,6 +306,8 @@ def _dashboard(config: Config, args: argparse.Namespace) -> int:
     def ready(url: str) -> None:
         print(f"dashboard: {url}", flush=True)  # the CLI, not stdio mode: stdout is the user's
         if args.open:
+            import webbrowser
+
             webbrowser.open(url)
 
     port = _DASHBOARD_PORT if args.port is None else args.port
@@ -322,6 +325,8 @@ def _existing(config: Config) -> None:
 
 
 async def _backup(config: Config, path: Path, force: bool) -> BackupReport:
+    from .backup import backup  # not loaded when serving
+
     return await backup(config.db_path, path, force=force, busy_timeout_ms=config.busy_timeout_ms)
 
 

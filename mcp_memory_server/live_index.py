@@ -7,11 +7,15 @@ another connection (or process) has written since, re-reads only the changed mem
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import aiosqlite
 import anyio.to_thread
 
-from .bm25 import Bm25Index
 from .config import Config
+
+if TYPE_CHECKING:
+    from .bm25 import Bm25Index
 
 __all__ = ["LiveIndex"]
 
@@ -85,7 +89,7 @@ class LiveIndex:
         """Read every memory's terms in chunks (holding them all as Python strings at once would
         cost gigabytes at 100,000 memories) and index each chunk in a worker thread, so the event
         loop keeps answering other requests meanwhile."""
-        index = Bm25Index(self._config.bm25_k1, self._config.bm25_b, self._config.bm25_b_cjk)
+        index = await anyio.to_thread.run_sync(_new_index, self._config)
         last = 0
         while True:
             rows = await conn.execute_fetchall(
@@ -104,3 +108,11 @@ class LiveIndex:
             del items
         await anyio.to_thread.run_sync(index.freeze)
         return index
+
+
+def _new_index(config: Config) -> Bm25Index:
+    """An empty index. Its module (and numpy, about 100 ms to import) is loaded here, in the
+    worker thread that builds the index, not when the server starts: `initialize` does not need it."""
+    from .bm25 import Bm25Index
+
+    return Bm25Index(config.bm25_k1, config.bm25_b, config.bm25_b_cjk)

@@ -25,6 +25,8 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
+from .lazy_pattern import LazyPattern, lazy
+
 __all__ = ["Finding", "Redaction", "describe", "find_secrets", "redact"]
 
 
@@ -52,7 +54,7 @@ Check = Callable[[re.Match[str]], Span | None]
 @dataclass(frozen=True)
 class _Rule:
     kind: str
-    pattern: re.Pattern[str]
+    pattern: LazyPattern
     check: Check
     hints: tuple[str, ...] = ()  # lower-case; the pattern cannot match unless one occurs in the text
 
@@ -68,10 +70,10 @@ class _Rule:
 # Full-width ASCII (ｐｗｄ：，＝) and the ideographic space fold to ASCII one character for one, so
 # the patterns stay ASCII and spans found in the folded text are spans of the original.
 _FOLD = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)} | {0x3000: 0x20}
-_WITHHELD = re.compile(r"\[withheld: [^\]\n]{1,60}\]")  # already redacted: redact() is idempotent
-_SEGMENTS = re.compile(r"[^-_.]+")
-_WORDISH = re.compile(r"[A-Za-z][a-z]*|[A-Z]+|\d{1,4}|v\d+")
-_CAMEL = re.compile(r"(?=.*[a-z])(?:[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+)(?:[A-Z][a-z]+|[A-Z]+(?![a-z])|\d+)*")
+_WITHHELD = lazy(r"\[withheld: [^\]\n]{1,60}\]")  # already redacted: redact() is idempotent
+_SEGMENTS = lazy(r"[^-_.]+")
+_WORDISH = lazy(r"[A-Za-z][a-z]*|[A-Z]+|\d{1,4}|v\d+")
+_CAMEL = lazy(r"(?=.*[a-z])(?:[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+)(?:[A-Z][a-z]+|[A-Z]+(?![a-z])|\d+)*")
 
 
 def _looks_random(value: str) -> bool:
@@ -101,7 +103,7 @@ def _mixed(m: re.Match[str]) -> Span | None:
 
 
 def _provider(kind: str, hints: str, pattern: str, check: Check = _span) -> _Rule:
-    bounded = re.compile(r"(?<![A-Za-z0-9_\-])(?:" + pattern + r")(?![A-Za-z0-9_\-])")
+    bounded = lazy(r"(?<![A-Za-z0-9_\-])(?:" + pattern + r")(?![A-Za-z0-9_\-])")
     return _Rule(kind, bounded, check, tuple(hints.split()))
 
 
@@ -132,7 +134,7 @@ _PROVIDERS = [
 ]
 
 
-_PEM = re.compile(
+_PEM = lazy(
     r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
     r"(?:[\s\S]*?-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|(?:\s*[A-Za-z0-9+/=]{16,})+)"
 )
@@ -175,15 +177,15 @@ plaintext hash aes rsa base64
 """
 _NOT_A_VALUE = frozenset(_NOT_VALUES.split())
 # Masks, template and environment variables, query parameters, structures, YAML tags.
-_PLACEHOLDER = re.compile(r"[*xX•.#?_\-]+|.*[*•]{3}.*|[<{\[(].*|\$(?:\{?\w+\}?|\(.*)|%\(?\w*\)?[sd]|[:@!]\w+")
-_CALL = re.compile(r"[A-Za-z_][\w.]*[(\[]")  # input(), os.environ["X"], request.form['password']
-_ATTRIBUTE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")  # self.password, settings.DB_PASSWORD
+_PLACEHOLDER = lazy(r"[*xX•.#?_\-]+|.*[*•]{3}.*|[<{\[(].*|\$(?:\{?\w+\}?|\(.*)|%\(?\w*\)?[sd]|[:@!]\w+")
+_CALL = lazy(r"[A-Za-z_][\w.]*[(\[]")  # input(), os.environ["X"], request.form['password']
+_ATTRIBUTE = lazy(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")  # self.password, settings.DB_PASSWORD
 # E-mail addresses, URLs, phone numbers and paths (pwd: /home/alice) are not passwords.
-_CONTACT = re.compile(r"[\w.+\-]+@[\w\-]+\.[\w.\-]+|\w+://\S*|www\.\S+|\+\d+|[~.]?/\S*")
+_CONTACT = lazy(r"[\w.+\-]+@[\w\-]+\.[\w.\-]+|\w+://\S*|www\.\S+|\+\d+|[~.]?/\S*")
 _CLOSERS = {")": "(", "]": "[", "}": "{"}
-_PROSE_NEXT = re.compile(r"[ \t]+[a-z]")
-_UNIT_NEXT = re.compile(r"[ \t]*[年月日号位次个天元块岁]")
-_ANNOTATION_NEXT = re.compile(r"[ \t]*(?:\||=(?!=))")  # `password: _Secret | None = None`
+_PROSE_NEXT = lazy(r"[ \t]+[a-z]")
+_UNIT_NEXT = lazy(r"[ \t]*[年月日号位次个天元块岁]")
+_ANNOTATION_NEXT = lazy(r"[ \t]*(?:\||=(?!=))")  # `password: _Secret | None = None`
 
 
 def _value(m: re.Match[str]) -> tuple[str, int, int, bool]:
@@ -262,7 +264,7 @@ def _generic(m: re.Match[str]) -> Span | None:
 
 
 def _statement(kind: str, hints: str, label: str, check: Check, value: str = _VALUE) -> _Rule:
-    return _Rule(kind, re.compile(f"(?P<label>{label}){_CONNECTOR}{value}"), check, tuple(hints.split()))
+    return _Rule(kind, lazy(f"(?P<label>{label}){_CONNECTOR}{value}"), check, tuple(hints.split()))
 
 
 def _word(words: str) -> str:
@@ -305,16 +307,16 @@ def _url_password(m: re.Match[str]) -> Span | None:
     return None if _is_code_or_placeholder(m.group("v")) else m.span("v")
 
 
-_CARD = re.compile(
+_CARD = lazy(
     r"(?<![0-9A-Za-z_+\-./%])(?:[2-6]\d{12,18}"  # not after %28 in a URL
     r"|[2-6]\d{3}(?P<s>[ \-])\d{4}(?P=s)\d{4}(?P=s)\d{1,4}(?P<tail>(?P=s)\d{1,3})?"
     r"|3\d{3}(?P<s2>[ \-])\d{6}(?P=s2)\d{4,5})"  # American Express and Diners: 4-6-5, 4-6-4
     r"(?![0-9A-Za-z_]|[.,]\d)"
 )
 # 18 digits with a birth date at 7-14: a Chinese resident ID number (out of scope), not a card.
-_RESIDENT_ID = re.compile(r"\d{6}(?:19|20)\d\d(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])\d{4}")
-_CARD_WORDS = re.compile(r"卡|card|visa|master|amex|unionpay|银联", re.I)
-_NOT_CARD_WORDS = re.compile(
+_RESIDENT_ID = lazy(r"\d{6}(?:19|20)\d\d(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])\d{4}")
+_CARD_WORDS = lazy(r"卡|card|visa|master|amex|unionpay|银联", re.I)
+_NOT_CARD_WORDS = lazy(
     r"订单|单号|运单|快递|物流|编号|序列号|流水|交易号|发票|身份证|手机|电话|学号|工号|会员|条码|条形码|"
     r"order|tracking|invoice|serial|isbn|barcode|\bean\b|\bupc\b|phone|mobile|tel\b|\bid\b|\bref|transaction",
     re.I,
@@ -344,9 +346,9 @@ _BASIC = _AUTHORIZATION + r"(?i:basic)[ \t]+(?P<v>[A-Za-z0-9+/]{8,}={0,2})"
 _BEARER = rf"(?:(?<![A-Za-z0-9])(?i:bearer)|{_AUTHORIZATION}(?i:token))[ \t]+(?P<v>[A-Za-z0-9\-._~+/]{{16,}}=*)"
 _URL_PASSWORD = r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]{1,20}://[^\s:/@?#]*:(?P<v>[^\s@/?#]+)@(?=[^\s@])"
 _SHAPES = [
-    _Rule("basic auth credentials", re.compile(_BASIC), _basic_auth, ("authorization",)),
-    _Rule("bearer token", re.compile(_BEARER), _random_value, ("bearer", "authorization")),
-    _Rule("connection string password", re.compile(_URL_PASSWORD), _url_password, ("://",)),
+    _Rule("basic auth credentials", lazy(_BASIC), _basic_auth, ("authorization",)),
+    _Rule("bearer token", lazy(_BEARER), _random_value, ("bearer", "authorization")),
+    _Rule("connection string password", lazy(_URL_PASSWORD), _url_password, ("://",)),
     _Rule("card number", _CARD, _card),
 ]
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .lazy_pattern import LazyPattern, lazy
+
 __all__ = [
     "EN_FORCED",
     "FILLER_PREFIX",
@@ -30,9 +32,10 @@ __all__ = [
 ]
 
 
-def re_alternatives(*alternatives: str) -> re.Pattern[str]:
-    """One case-insensitive pattern of the alternatives; an apostrophe also matches ’."""
-    return re.compile("|".join(alternatives).replace("'", "['’]"), re.IGNORECASE)
+def re_alternatives(*alternatives: str) -> LazyPattern:
+    """One case-insensitive pattern of the alternatives; an apostrophe also matches ’. Compiled
+    when first used (see `lazy_pattern`)."""
+    return lazy("|".join(alternatives).replace("'", "['’]"), re.IGNORECASE)
 
 
 _re = re_alternatives
@@ -44,7 +47,7 @@ class Rule:
 
     kind: str
     category: str
-    pattern: re.Pattern[str]
+    pattern: LazyPattern
 
 
 _END = r"(?=[，,。；;！!？?、\s（(]|$)"  # the end of a clause
@@ -275,7 +278,7 @@ POLITE_REQUEST = _re(
     r"(?:remember|note|write down|jot down|keep in mind|make a note|memori[sz]e)\b",
 )
 # What to cut from the front of a forced sentence; "记住要…" and "remember to…" are kept whole.
-FORCED_PREFIXES: tuple[re.Pattern[str], ...] = (
+FORCED_PREFIXES: tuple[LazyPattern, ...] = (
     _re(
         r"^(?:(?:请|麻烦)你?|你(?:要|得|一定要)?)?(?:能|可以|能不能|可不可以)?(?:帮我|给我|替我)?(?:一定要|务必|千万)?(?:好好)?"
         r"(?:记住|记下来?|记一下|记好了?|记着|牢记|记录一下|记录下来|请记录|记录|记到[^，,：:]{0,8}?里|帮我记)(?:一下)?"
@@ -324,14 +327,14 @@ _TAG = _re(
     r"[，,]\s*(?:好吗|好不好|行吗|行不行|可以吗|成吗|拜托了?|谢谢|ok|okay|alright|all right|will you|would you|please"
     r"|thanks|thank you|right)\s*[?？!！。.~～]*\s*$"
 )
-_QUESTION_END = re.compile(r"(?:[?？]|[吗呢]|[什怎]么)[\s\"”’'」』)）~～]*$")
+_QUESTION_END = lazy(r"(?:[?？]|[吗呢]|[什怎]么)[\s\"”’'」』)）~～]*$")
 _EN_QUESTION_START = _re(
     r"^(?:do|does|did|are|is|am|was|were|can|could|would|will|shall|should|have|has|had|may|might)(?:n't)?\s+"
     r"(?:you|i|we|it|they|he|she|this|that|there|your|my|our)\b",
     r"^(?:what|which|who|whom|whose|where|when|why|how)(?:'s|\s+(?:do|does|did|is|are|was|were|can|could|would|will"
     r"|should|have|has|about|much|many)\b)",
 )
-_ZH_QUESTION_WORD = re.compile(
+_ZH_QUESTION_WORD = lazy(
     r"什么|怎么|为什么|为啥|哪|谁|几[个点号时天]|多少|是否|是不是|有没有|能不能|要不要|可不可以|会不会|对不对|好不好"
 )
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .lazy_pattern import lazy
 from .signal_patterns import (
     EN_FORCED,
     FILLER_PREFIX,
@@ -72,18 +73,18 @@ _NEEDS_SUBSTANCE = frozenset({"correction", "preference", "decision", "todo", "i
 _ABOUT_SPEAKER = frozenset({"identity", "preference", "decision"})
 # Characters that carry no content even though the stopword list lets them through.
 _FILLER_CHARS = frozenset("样么吧呗嘛啦哈嗯哦噢呃诶欸呀哇")
-_DEMONSTRATIVE = re.compile(
+_DEMONSTRATIVE = lazy(
     r"\s*(?:这个|那个|这样|那样|这种|那种|这些|那些|它|your\b|(?:it|that|this)\b(?! when| if))", re.IGNORECASE
 )
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
-_BOUNDARY = re.compile(
+_BOUNDARY = lazy(
     r"[。！？；…]+[”’」』)）\"']*"  # Chinese terminators always end a sentence
     rf"|[.!?;]+[”’\"')]*(?=\s|$|[{_CJK}])"  # ASCII ones only before a space, the end or Chinese: 3.5, a.com/?q
     r"|\n+"
     r"|(?<=[\s：:])(?=\d{1,2}[.、)）](?!\d)\s*\S)"  # before an inline list item: ：1. 我不吃辣 2. 我对…
 )
-_LIST_MARKER = re.compile(r"^(?:\d{1,2}[.、)）](?!\d)|[-*•·]|[（(]\d{1,2}[)）])\s*")
+_LIST_MARKER = lazy(r"^(?:\d{1,2}[.、)）](?!\d)|[-*•·]|[（(]\d{1,2}[)）])\s*")
 _ABBREVIATIONS = frozenset(
     re.findall(
         r"\S+",
@@ -91,12 +92,12 @@ _ABBREVIATIONS = frozenset(
         "jan feb mar apr jun jul aug sep sept oct nov dec mon tue wed thu fri sat sun u.s u.k",
     )
 )
-_WORD_BEFORE = re.compile(r"(?:^|[\s(])([A-Za-z][A-Za-z.]*)$")
-_LIST_NUMBER_BEFORE = re.compile(r"(?:^|[\s：:])\d{1,2}$")
-_TRAILING = re.compile(r"[\s。.!！?？;；,，、~～…:：]+$")
-_LATIN_WORD = re.compile(r"[^\W_]+")
-_CONTRACTION = re.compile(r"['’](?:s|m|re|ve|ll|d|t)\b", re.IGNORECASE)  # don't -> don, a stopword
-_SPEAKER_REMEMBERS = re.compile(r"我(?:已经|都|会|没|没有|能|也|还|一定会|不会|就)?$")
+_WORD_BEFORE = lazy(r"(?:^|[\s(])([A-Za-z][A-Za-z.]*)$")
+_LIST_NUMBER_BEFORE = lazy(r"(?:^|[\s：:])\d{1,2}$")
+_TRAILING = lazy(r"[\s。.!！?？;；,，、~～…:：]+$")
+_LATIN_WORD = lazy(r"[^\W_]+")
+_CONTRACTION = lazy(r"['’](?:s|m|re|ve|ll|d|t)\b", re.IGNORECASE)  # don't -> don, a stopword
+_SPEAKER_REMEMBERS = lazy(r"我(?:已经|都|会|没|没有|能|也|还|一定会|不会|就)?$")
 
 
 @dataclass(frozen=True)

@@ -16,10 +16,10 @@ import aiosqlite
 import anyio
 import anyio.to_thread
 
-from .bm25 import KeywordQuery
 from .changeset import Change, tell
 from .config import Config
 from .errors import StoreError
+from .keyword_query import KeywordQuery
 from .live_index import LiveIndex
 from .models import Memory, SessionState, Stats
 from .rows import M_COLUMNS, ORDER_COLUMNS, Candidate, Page, filters, iso, row_to_memory, utcnow

@@ -12,7 +12,7 @@ import unicodedata
 from collections.abc import Iterable
 from typing import Any
 
-from .bm25 import KeywordQuery
+from .keyword_query import KeywordQuery
 from .stopwords import SINGLE_CHAR_STOPWORDS, STOPWORDS
 
 __all__ = [

@@ -19,7 +19,6 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.message import SessionMessage
 
-from . import dashboard
 from .access import Access, BearerGate, origin_patterns
 from .config import Config
 from .spaces import Opened, Spaces
@@ -47,6 +46,8 @@ def http_app(server: MCPServer[Spaces], config: Config, access: Access | None, o
         transport_security=transport_security(config.allowed_hosts),
     )
     if opened is not None:
+        from . import dashboard  # HTTP only: stdio does not load the dashboard's modules
+
         return dashboard.beside(app, config, opened, access)
     return BearerGate(app, access) if access is not None else app
 
@@ -69,11 +70,15 @@ async def serve_dashboard(
 ) -> None:
     """Serve only the dashboard; `ready` gets its URL once the socket listens (the port bound,
     for port 0)."""
+    from . import dashboard
+
     await _serve(dashboard.standalone(config, access), host, port, ready)
 
 
 async def _serve(app: Any, host: str, port: int, ready: Callable[[str], None] | None = None) -> None:
     import uvicorn
+
+    from .dashboard import PREFIX
 
     class Server(uvicorn.Server):
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
@@ -81,7 +86,7 @@ async def _serve(app: Any, host: str, port: int, ready: Callable[[str], None] | 
             if ready is not None and self.started:
                 bound = self.servers[0].sockets[0].getsockname()[1] if self.servers else port
                 name = f"[{host}]" if ":" in host else host
-                ready(f"http://{name}:{bound}{dashboard.PREFIX}")
+                ready(f"http://{name}:{bound}{PREFIX}")
 
     level = logging.getLogger().getEffectiveLevel()
     await Server(uvicorn.Config(app, host=host, port=port, log_config=None, log_level=level)).serve()
