@@ -265,14 +265,18 @@ def _entity(item: Mapping[str, Any], where: str) -> Iterator[Item]:
 
 def _relation(item: Mapping[str, Any], where: str) -> Item:
     source, target = _text(item, "from", where), _text(item, "to", where)
-    kind = _text(item, "relationType", where)
+    return _relation_item(source, _text(item, "relationType", where), target, where, "import:memory-jsonl")
+
+
+def _relation_item(source: str, kind: str, target: str, where: str, client: str) -> Item:
+    """A relation of either tool as a `relationship` memory tagged with both ends."""
     cjk = _CJK.search(kind) is not None
     return Item(
         where=f"{where} (relation {_cut(source)} -> {_cut(target)})",
         content=f"{_shown(source, cjk)} {_words(kind)} {_shown(target, cjk)}",
         category="relationship",
         tags=(source, target),
-        client="import:memory-jsonl",
+        client=client,
     )
 
 
@@ -349,15 +353,7 @@ def _mem0_relation(item: Any, where: str) -> Item:
         raise ItemError(f"{where}: a relation must be a JSON object.")
     target_field = "target" if "target" in item else "destination"
     source, target = _text(item, "source", where), _text(item, target_field, where)
-    kind = _text(item, "relationship", where)
-    cjk = _CJK.search(kind) is not None
-    return Item(
-        where=f"{where} (relation {_cut(source)} -> {_cut(target)})",
-        content=f"{_shown(source, cjk)} {_words(kind)} {_shown(target, cjk)}",
-        category="relationship",
-        tags=(source, target),
-        client="import:mem0",
-    )
+    return _relation_item(source, _text(item, "relationship", where), target, where, "import:mem0")
 
 
 def _mem0_rows(top: Any) -> Iterator[tuple[str, Any]]:
