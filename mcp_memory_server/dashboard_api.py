@@ -224,4 +224,4 @@ async def extraction_log(state: AppState, query: Mapping[str, str]) -> dict[str,
 
 
 async def stats(state: AppState) -> Stats:
-    return await state.service.stats()
+    return await state.stats()

@@ -94,7 +94,7 @@ def add_resources(server: MCPServer[Spaces]) -> None:
         description="Counts by category and tier, database path and size.",
     )
     async def stats_resource() -> str:
-        stats = await resource_call(CURRENT.get().service.stats())
+        stats = await resource_call(CURRENT.get().stats())
         return stats.model_dump_json(indent=2)
 
 

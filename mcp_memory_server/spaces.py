@@ -22,6 +22,7 @@ import anyio.abc
 from . import __version__, lifecycle
 from .config import Config
 from .errors import MemoryServerError, NotFound, StoreError
+from .models import Stats
 from .segmenter import Segmenter
 from .service import MemoryService
 from .sessions import Sessions
@@ -53,10 +54,19 @@ class AppState:
     service: MemoryService
     sessions: Sessions
     sieve: Sieve
+    behind_tokens: bool = False  # served to token holders, who share the server but not its files
 
     @property
     def namespace(self) -> str:
         return self.store.namespace
+
+    async def stats(self) -> Stats:
+        """The namespace's statistics. Behind tokens the database's location on the server is
+        nobody's business but the operator's: only its file name is shown."""
+        stats = await self.service.stats()
+        if self.behind_tokens:
+            return stats.model_copy(update={"db_path": self.config.db_path.name})
+        return stats
 
 
 async def _warm(store: Store) -> None:
@@ -109,7 +119,12 @@ class Spaces:
                 store = await self._stack.enter_async_context(Store(self.config, self.segmenter, namespace))
                 service = MemoryService(store)
                 self._open[namespace] = AppState(
-                    config=self.config, store=store, service=service, sessions=Sessions(service), sieve=Sieve(service)
+                    config=self.config,
+                    store=store,
+                    service=service,
+                    sessions=Sessions(service),
+                    sieve=Sieve(service),
+                    behind_tokens=self.require_token,
                 )
             # Entered after the stores, so on the way out the tasks are cancelled and awaited
             # before the stores close under them.

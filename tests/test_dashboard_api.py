@@ -447,6 +447,7 @@ async def test_extraction_log_and_stats(served: Served) -> None:
         listed = ok(client.get("/memories"))
         assert stats["total"] == listed["total"] >= 1
         assert sum(stats["by_category"].values()) == stats["total"]
+        assert stats["db_path"] == served.db.name, "behind tokens only the database's file name is shown"
     with api(served, "alice") as alice:
         assert ok(alice.get("/extraction-log"))["entries"] == [], "the log stays in its namespace"
 

@@ -127,7 +127,9 @@ async def test_namespaces_cannot_read_list_recall_or_delete_each_other(served: S
                 await bob.read_resource(f"memory://memories/{memory_id}")
         assert "招商" not in await _read(bob, "memory://categories/fact")
         assert "oat" not in await _read(bob, "memory://MEMORY.md")
-        assert json.loads(await _read(bob, "memory://stats"))["total"] == 0
+        stats = json.loads(await _read(bob, "memory://stats"))
+        assert stats["total"] == 0
+        assert stats["db_path"] == served.db.name, "token holders are not told where the server keeps its files"
         with pytest.raises(MCPError, match="no session has the id 'alice-s1'"):
             await bob.read_resource("memory://sessions/alice-s1")
         assert "招商" not in await _read(bob, "memory://profile")
