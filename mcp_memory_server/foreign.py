@@ -396,11 +396,10 @@ def _mem0_item(row: Any, where: str, names: tuple[Mapping[str, str], Mapping[str
         raise ItemError(f"{where}: a memory must be a JSON object.")
     if "memory" not in row and "content" not in row:
         raise ItemError(f"{where}: not a mem0 memory (it has no memory field, nor OpenMemory's content).")
-    field = "memory" if "memory" in row else "content"
-    content = _text(row, field, where)
     state = str(row.get("state") or "active").lower()
-    if state == "deleted" or row.get("deleted_at"):
+    if state == "deleted" or row.get("deleted_at"):  # left out whatever its text, even none
         return None
+    content = _text(row, "memory" if "memory" in row else "content", where)
     metadata = row.get("metadata") if isinstance(row.get("metadata"), dict) else row.get("metadata_")
     metadata = metadata if isinstance(metadata, dict) else {}
     categories = _strings(row.get("categories"))

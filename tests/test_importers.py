@@ -413,3 +413,16 @@ async def test_mem0_get_all_in_graph_mode_gives_its_memories_and_relations(store
     assert memories["alex 女儿是 小雨"]["tags"] == ["alex", "小雨"]
     assert "Prefers oat milk in coffee" in memories
     assert (await import_text(store, text)).created == 0
+
+
+async def test_a_deleted_openmemory_memory_is_left_out_whatever_its_text(store: Store, config: Config) -> None:
+    """OpenMemory may blank a memory it deleted: the item is left out like any deleted one."""
+    rows = [
+        {"id": "a1", "content": "喜欢在周末去爬山 / hikes on weekends", "state": "active"},
+        {"id": "a2", "content": "", "state": "deleted"},
+        {"id": "a3", "content": "   ", "state": "active", "deleted_at": "2025-05-01T10:00:00Z"},
+    ]
+    text = "\n".join(json.dumps(row, ensure_ascii=False) for row in rows)
+    summary = await import_text(store, text, "mem0")
+    assert (summary.items, summary.created, summary.skipped) == (3, 1, 2)
+    assert list(by_content(config.db_path)) == ["喜欢在周末去爬山 / hikes on weekends"]
