@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: run serve-stdio test lint typecheck unit browser clean
+.PHONY: run serve-stdio test lint typecheck unit browser postgres clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,7 +28,12 @@ typecheck: $(STAMP)
 browser:
 	bash .ci/install-browser
 
-unit: $(STAMP) browser
+# Debian's PostgreSQL server and pg_trgm for the PostgreSQL tests, when missing (apt-get; the
+# service is not started: tests/pg_server.py runs a throwaway cluster on loopback).
+postgres:
+	bash .ci/install-postgres
+
+unit: $(STAMP) browser postgres
 	$(BIN)/python -m pytest
 
 test: lint typecheck unit

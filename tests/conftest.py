@@ -1,9 +1,12 @@
-"""Shared fixtures: real SQLite files in tmp_path, one jieba load per test session."""
+"""Shared fixtures: real SQLite files in tmp_path, one jieba load per test session, one throwaway
+PostgreSQL cluster per test session (started only when a test asks for it)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import os
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -12,6 +15,8 @@ from mcp_memory_server.config import Config
 from mcp_memory_server.segmenter import Segmenter
 from mcp_memory_server.service import MemoryService
 from mcp_memory_server.store import Store
+
+from . import pg_server as pg_server_module
 
 # Hypothesis profiles of tests/test_hostile_input.py, registered here and used only there (other
 # tests keep Hypothesis's defaults). "hostile-ci" draws the same examples on every run and keeps no
@@ -57,3 +62,39 @@ async def store(config: Config, segmenter: Segmenter) -> AsyncIterator[Store]:
 @pytest.fixture
 async def service(store: Store) -> MemoryService:
     return MemoryService(store)
+
+
+def _pg_unavailable(reason: str) -> NoReturn:
+    message = f"the PostgreSQL tests cannot run: {reason}; `make postgres` installs Debian's server"
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[pg_server_module.PgServer]:
+    """One throwaway PostgreSQL cluster for the test session (tests/pg_server.py), started on first
+    use, stopped and removed at the end. Without the server binaries: a failure in CI (`CI` set), a
+    skip elsewhere."""
+    try:
+        server = pg_server_module.start()
+    except pg_server_module.PostgresMissing as missing:
+        _pg_unavailable(str(missing))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def pg_url(pg_server: pg_server_module.PgServer) -> str:
+    """The URL of the session cluster's database (shared by every test that uses it)."""
+    return pg_server.url()
+
+
+@pytest.fixture
+def pg_db(pg_server: pg_server_module.PgServer) -> Iterator[str]:
+    """A fresh empty database of the session cluster for one test (CREATE DATABASE ... TEMPLATE
+    template0), dropped afterwards; its URL."""
+    with pg_server.database() as url:
+        yield url
