@@ -106,6 +106,22 @@ export function spinner() {
     h('span', { class: 'spinner', 'aria-hidden': 'true' }), t('common.loading'));
 }
 
+/** Show a spinner, fetch, then draw what came back (`draw(data, reload)`); a failure, in the fetch or
+ * the drawing, shows the error with a retry button, after what `before()` gives (a back link, say). */
+export function loadInto(container, fetch, draw, before = () => []) {
+  const load = async () => {
+    clear(container).append(spinner());
+    try {
+      const data = await fetch();
+      clear(container);
+      draw(data, load);
+    } catch (error) {
+      clear(container).append(...before(), errorState(error, load));
+    }
+  };
+  load();
+}
+
 export function errorState(error, retry) {
   return h('div', { class: 'state state-error', 'data-testid': 'error-state', role: 'alert' },
     h('strong', {}, t('common.error_title')),

@@ -2,7 +2,7 @@
 // history, merges, edits); edit it in place or delete it.
 import { call } from '../api.js';
 import {
-  categoryBadge, clear, errorState, errorText, fmtDate, fmtInt, fmtNum, h, sourceLabel, spinner, tierBadge,
+  categoryBadge, clear, errorText, fmtDate, fmtInt, fmtNum, h, loadInto, sourceLabel, tierBadge,
 } from '../dom.js';
 import { t } from '../i18n.js';
 import { resultText } from './add.js';
@@ -12,19 +12,12 @@ import { dropSelected } from './memories.js';
 const EDITABLE = ['content', 'key', 'category', 'importance', 'confidence', 'tags'];
 
 export function render(ctx, container, [id]) {
-  const load = async () => {
-    clear(container).append(spinner());
-    try {
-      const data = await call(`/memories/${encodeURIComponent(id)}`);
-      clear(container);
-      show(ctx, container, data, load);
-    } catch (error) {
-      clear(container).append(
-        h('a', { href: '#/memories', class: 'back', 'data-testid': 'back' }, `← ${t('detail.back')}`),
-        errorState(error, load));
-    }
-  };
-  load();
+  loadInto(
+    container,
+    () => call(`/memories/${encodeURIComponent(id)}`),
+    (data, reload) => show(ctx, container, data, reload),
+    () => [h('a', { href: '#/memories', class: 'back', 'data-testid': 'back' }, `← ${t('detail.back')}`)],
+  );
 }
 
 function show(ctx, container, { memory, history }, reload) {

@@ -1,28 +1,19 @@
 // The extraction log: each run of the sieve over one exchange, newest first, with what the fast
 // patterns and the deep (model) channel found, the value scores, and what was stored or skipped.
 import { call } from '../api.js';
-import { categoryBadge, clear, emptyState, errorState, fmtDate, fmtNum, h, spinner } from '../dom.js';
+import { categoryBadge, emptyState, fmtDate, fmtNum, h, loadInto } from '../dom.js';
 import { t } from '../i18n.js';
 
 const VALUE_PARTS = ['importance', 'novelty', 'relevance', 'credibility', 'granularity', 'timeliness'];
 
 export function render(ctx, container) {
-  const load = async () => {
-    clear(container).append(spinner());
-    try {
-      const { entries } = await call('/extraction-log', { query: { limit: Math.min(50, ctx.info.limits.max_page) } });
-      clear(container);
-      container.append(h('p', { class: 'lead' }, t('log.lead')));
-      if (entries.length === 0) {
-        container.append(emptyState(t('log.empty')));
-        return;
-      }
-      container.append(h('div', { class: 'log-list' }, entries.map(entryCard)));
-    } catch (error) {
-      clear(container).append(errorState(error, load));
-    }
-  };
-  load();
+  const limit = Math.min(50, ctx.info.limits.max_page);
+  loadInto(container, () => call('/extraction-log', { query: { limit } }), ({ entries }) => {
+    container.append(h('p', { class: 'lead' }, t('log.lead')));
+    container.append(entries.length === 0
+      ? emptyState(t('log.empty'))
+      : h('div', { class: 'log-list' }, entries.map(entryCard)));
+  });
 }
 
 function entryCard(entry) {

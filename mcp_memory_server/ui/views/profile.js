@@ -1,24 +1,14 @@
 // The user's profile as the server synthesised it, and manual edits: set the summary and the language
 // preference, add and remove items of the lists. Manual items are marked; synthesis keeps them.
 import { call } from '../api.js';
-import { clear, errorState, errorText, fmtDate, h, spinner } from '../dom.js';
+import { clear, errorText, fmtDate, h, loadInto } from '../dom.js';
 import { t } from '../i18n.js';
 
 const TEXTS = ['summary', 'language_preferences'];
 const LISTS = ['domains', 'high_value_signals', 'low_value_signals', 'active_projects'];
 
 export function render(ctx, container) {
-  const load = async () => {
-    clear(container).append(spinner());
-    try {
-      const profile = await call('/profile');
-      clear(container);
-      show(ctx, container, profile);
-    } catch (error) {
-      clear(container).append(errorState(error, load));
-    }
-  };
-  load();
+  loadInto(container, () => call('/profile'), (profile) => show(ctx, container, profile));
 }
 
 function show(ctx, container, profile) {

@@ -1,21 +1,11 @@
 // Counts of the namespace: memories by category and tier, archived ones, sessions, the database.
 import { call } from '../api.js';
-import { bar, categoryLabel, clear, errorState, fmtBytes, fmtDate, fmtInt, h, spinner } from '../dom.js';
+import { bar, categoryLabel, fmtBytes, fmtDate, fmtInt, h, loadInto } from '../dom.js';
 import { t } from '../i18n.js';
 import { filterBy } from './memories.js';
 
 export function render(ctx, container) {
-  const load = async () => {
-    clear(container).append(spinner());
-    try {
-      const stats = await call('/stats');
-      clear(container);
-      show(container, stats);
-    } catch (error) {
-      clear(container).append(errorState(error, load));
-    }
-  };
-  load();
+  loadInto(container, () => call('/stats'), (stats) => show(container, stats));
 }
 
 function show(container, stats) {
