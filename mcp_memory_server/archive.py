@@ -73,12 +73,12 @@ async def archive(tx: Tx, reasons: Mapping[int, str], at: str) -> list[int]:
     go, and the change is logged so every process's index drops them. Returns the seqs moved."""
     moved: list[int] = []
     for chunk, marks in _chunks(list(reasons)):
-        why = json.dumps({str(seq): reasons[seq] for seq in chunk}, ensure_ascii=False)
+        why = " ".join("WHEN ? THEN ?" for _ in chunk)
         rows = await tx.fetch(
             f"INSERT INTO memory_archive ({_MEMORY}, archived_at, archive_reason)"
-            f" SELECT {_MEMORY}, ?, (SELECT value FROM json_each(?) WHERE key = CAST(seq AS TEXT))"
+            f" SELECT {_MEMORY}, ?, CASE seq {why} END"
             f" FROM memories WHERE seq IN ({marks}) AND +namespace = ? RETURNING seq",
-            (at, why, *chunk, tx.namespace),
+            (at, *(v for seq in chunk for v in (seq, reasons[seq])), *chunk, tx.namespace),
         )
         found = sorted(r[0] for r in rows)
         if not found:
@@ -205,7 +205,7 @@ async def cleanup_rows(
                    CASE WHEN m.key IS NULL AND k.keeper != m.seq THEN k.keeper END AS duplicate_of
                FROM memories m LEFT JOIN keepers k ON k.seq = m.seq
                WHERE m.namespace = :ns
-           ) WHERE unused OR low OR duplicate_of IS NOT NULL
+           ) AS selected WHERE unused OR low OR duplicate_of IS NOT NULL
            ORDER BY last_accessed, seq""",
         {
             "ns": tx.namespace,

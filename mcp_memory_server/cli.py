@@ -260,7 +260,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _serve(config: Config, args: argparse.Namespace) -> int:
     from .server import build_server, serve_http, serve_stdio  # imports mcp: only when serving
 
-    log.info("mcp-memory-server %s, memory database: %s", __version__, config.db_path)
+    log.info("mcp-memory-server %s, memory database: %s", __version__, config.database)
     if args.transport == "stdio":
         anyio.run(serve_stdio, build_server(config))
         return 0
@@ -300,7 +300,7 @@ def _access(config: Config, host: str, allow_unauthenticated: bool) -> Access | 
 def _dashboard(config: Config, args: argparse.Namespace) -> int:
     from .transports import serve_dashboard  # imports starlette and uvicorn: only when serving
 
-    log.info("mcp-memory-server %s dashboard, memory database: %s", __version__, config.db_path)
+    log.info("mcp-memory-server %s dashboard, memory database: %s", __version__, config.database)
     access = _access(config, args.host, args.allow_unauthenticated)
 
     def ready(url: str) -> None:
@@ -316,8 +316,9 @@ def _dashboard(config: Config, args: argparse.Namespace) -> int:
 
 
 def _existing(config: Config) -> None:
-    # stats and search only read: a mistyped --db must not silently create an empty database.
-    if not config.db_path.exists():
+    # stats and search only read: a mistyped --db must not silently create an empty database
+    # (a PostgreSQL database is created by its administrator, never by us).
+    if config.db_url is None and not config.db_path.exists():
         raise NotFound(
             f"there is no memory database at {config.db_path}; check --db or MCP_MEMORY_DB "
             "(the server creates the database when it first starts)"
@@ -327,6 +328,11 @@ def _existing(config: Config) -> None:
 async def _backup(config: Config, path: Path, force: bool) -> BackupReport:
     from .backup import backup  # not loaded when serving
 
+    if config.db_url is not None:
+        raise InvalidInput(
+            "backup copies an SQLite file; back up a PostgreSQL database with pg_dump "
+            f"(pg_dump --format=custom --file=memory.dump '{config.database}'), see the README's deployment section"
+        )
     return await backup(config.db_path, path, force=force, busy_timeout_ms=config.busy_timeout_ms)
 
 

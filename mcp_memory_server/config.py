@@ -13,7 +13,9 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
+from urllib.parse import urlsplit
 
+from .database import is_database_url, redact_url
 from .errors import InvalidInput
 from .settings import (
     DEFAULT_KEEP_CATEGORIES,
@@ -35,8 +37,9 @@ APP_NAME = "mcp-memory-server"
 class Config:
     """Everything the server, the CLI and the benchmarks need to know, in one place."""
 
-    db_path: Path
+    db_path: Path  # the SQLite file; os.devnull when `db_url` names a PostgreSQL database
     cache_dir: Path
+    db_url: str | None = field(default=None, repr=False)  # a postgresql:// URL (it may hold a password)
     max_content_chars: int = 2000
     max_query_chars: int = 2000
     max_tags: int = 20
@@ -110,17 +113,35 @@ class Config:
                 try:
                     values[var.field] = var.parse(raw.strip())
                 except ValueError as exc:
-                    raise InvalidInput(f"{var.name}={raw!r} is not valid: {exc}") from exc
+                    # A secret, or a database URL's password, never reaches a message.
+                    shown = "(value withheld)" if var.secret else repr(redact_url(raw.strip()))
+                    reason = str(exc).replace(repr(raw.strip()), shown).replace(raw.strip(), shown)
+                    raise InvalidInput(f"{var.name}={shown} is not valid: {reason}") from None
         values.update({k: v for k, v in overrides.items() if v is not None})
         if isinstance(values.get("tokens"), str):  # bare tokens belong to the namespace configured above
             values["tokens"] = MappingProxyType(parse_tokens(values["tokens"], values.get("namespace", "")))
         values.setdefault("db_path", default_db_path(env))
+        if is_database_url(str(values["db_path"])):
+            values["db_url"] = str(values["db_path"])
+            values["db_path"] = os.devnull
         values.setdefault("cache_dir", default_cache_dir(env))
         values["db_path"] = Path(values["db_path"]).expanduser().resolve()
         values["cache_dir"] = Path(values["cache_dir"]).expanduser().resolve()
         config = cls(**values)
         config.validate()
         return config
+
+    @property
+    def database(self) -> str:
+        """Where the memories live, for logs and messages: the file, or the URL without password."""
+        return redact_url(self.db_url) if self.db_url is not None else str(self.db_path)
+
+    @property
+    def database_name(self) -> str:
+        """The database's name alone (no directory, host or user): the file or database name."""
+        if self.db_url is None:
+            return self.db_path.name
+        return urlsplit(self.db_url).path.strip("/") or "postgresql"
 
     def with_changes(self, **changes: Any) -> Config:
         """A copy with some fields replaced (tests and benchmarks use this)."""

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import aiosqlite
 import anyio.to_thread
 
 from .config import Config
+from .database import Conn
 
 if TYPE_CHECKING:
     from .bm25 import Bm25Index
@@ -31,7 +31,7 @@ class LiveIndex:
         self.index: Bm25Index | None = None
         self.change = 0
 
-    async def sync(self, conn: aiosqlite.Connection, changes: tuple[int, int] | None) -> Bm25Index:
+    async def sync(self, conn: Conn, changes: tuple[int, int] | None) -> Bm25Index:
         """The in-memory index, brought up to date with every change committed since it was read.
         `changes` is (newest, oldest) change number when the caller has just read them."""
         if changes is None:
@@ -69,7 +69,7 @@ class LiveIndex:
         self.change = newest
         return index
 
-    async def _apply(self, conn: aiosqlite.Connection, index: Bm25Index, changed: list[int]) -> None:
+    async def _apply(self, conn: Conn, index: Bm25Index, changed: list[int]) -> None:
         """Re-read the changed memories' terms (the deleted ones are gone)."""
         for start in range(0, len(changed), 500):
             chunk = changed[start : start + 500]
@@ -85,7 +85,7 @@ class LiveIndex:
                     index.remove(seq)
             index.add_many([(seq, current[seq]) for seq in chunk if seq in current])
 
-    async def _build(self, conn: aiosqlite.Connection) -> Bm25Index:
+    async def _build(self, conn: Conn) -> Bm25Index:
         """Read every memory's terms in chunks (holding them all as Python strings at once would
         cost gigabytes at 100,000 memories) and index each chunk in a worker thread, so the event
         loop keeps answering other requests meanwhile."""

@@ -127,9 +127,9 @@ async def insert(
 ) -> int:
     now = iso(moment)
     status = "pending" if deep.outcome == "pending" else "done"
-    cursor = await tx.conn.execute(
+    rows = await tx.conn.execute_fetchall(
         "INSERT INTO extraction_log (namespace, digest, session_id, client, status, input, fast, deep, note_seq,"
-        " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq",
         (
             tx.namespace,
             digest,
@@ -144,8 +144,7 @@ async def insert(
             now,
         ),
     )
-    seq = cursor.lastrowid
-    assert seq is not None
+    seq = int(next(iter(rows))[0])
     if seq % 100 == 0:
         await tx.conn.execute(
             "DELETE FROM extraction_log WHERE namespace = ? AND seq <= ?", (tx.namespace, seq - _KEEP)

@@ -52,6 +52,11 @@ _TOP = (  # the largest seq ever handed out, archived ones included
     "SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'memories'), 0),"
     " coalesce((SELECT max(seq) FROM memories), 0), coalesce((SELECT max(seq) FROM memory_archive), 0))"
 )
+_PG_SEQUENCE = "pg_get_serial_sequence('memories', 'seq')"
+_PG_TOP = (
+    f"SELECT greatest(coalesce(pg_sequence_last_value(CAST({_PG_SEQUENCE} AS regclass)), 0),"
+    " coalesce((SELECT max(seq) FROM memories), 0), coalesce((SELECT max(seq) FROM memory_archive), 0))"
+)
 _CHUNK = 500  # rows per multi-row INSERT: 17 parameters each stays far below SQLite's limit
 
 
@@ -265,12 +270,12 @@ async def _seqs(tx: Tx, records: Sequence[Record]) -> dict[int, int]:
     taken = {
         r[0]
         for r in await tx.fetch(
-            "SELECT seq FROM memories WHERE seq IN (SELECT value FROM json_each(?1))"
-            " UNION SELECT seq FROM memory_archive WHERE seq IN (SELECT value FROM json_each(?1))",
+            "SELECT seq FROM memories WHERE seq IN (SELECT CAST(value AS BIGINT) FROM json_each(?1))"
+            " UNION SELECT seq FROM memory_archive WHERE seq IN (SELECT CAST(value AS BIGINT) FROM json_each(?1))",
             (wanted,),
         )
     }
-    top = await tx.fetch(_TOP)
+    top = await tx.fetch(_PG_TOP if tx.postgres else _TOP)
     following = max([top[0][0], *(r.seq for r in records)]) + 1
     seqs: dict[int, int] = {}
     for record in records:
@@ -286,7 +291,7 @@ async def add_records(tx: Tx, records: Sequence[Record], step: Step | None = Non
     among them, only tell them apart); returns the seqs given, in order."""
     if not records:
         return []
-    top = await tx.fetch(_TOP)
+    top = await tx.fetch(_PG_TOP if tx.postgres else _TOP)
     seqs = {r.seq: top[0][0] + i for i, r in enumerate(records, 1)}
     await _insert(tx, records, seqs, step)
     await tx.log(list(seqs.values()))
@@ -357,9 +362,16 @@ async def _insert(tx: Tx, records: Sequence[Record], seqs: dict[int, int], step:
         # AUTOINCREMENT must never hand out an imported seq again, archived ones included: restore
         # brings them back under their own seq.
         top = max(seqs.values())
-        await tx.execute("UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = 'memories'", (top,))
-        await tx.execute(
-            "INSERT INTO sqlite_sequence (name, seq) SELECT 'memories', ? WHERE NOT EXISTS"
-            " (SELECT 1 FROM sqlite_sequence WHERE name = 'memories')",
-            (top,),
-        )
+        if tx.postgres:
+            await tx.fetch(
+                f"SELECT setval({_PG_SEQUENCE},"
+                f" greatest(?, coalesce(pg_sequence_last_value(CAST({_PG_SEQUENCE} AS regclass)), 0)))",
+                (top,),
+            )
+        else:
+            await tx.execute("UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = 'memories'", (top,))
+            await tx.execute(
+                "INSERT INTO sqlite_sequence (name, seq) SELECT 'memories', ? WHERE NOT EXISTS"
+                " (SELECT 1 FROM sqlite_sequence WHERE name = 'memories')",
+                (top,),
+            )

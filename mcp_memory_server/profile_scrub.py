@@ -9,7 +9,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-import aiosqlite
+from .database import Conn
 
 __all__ = ["PROFILE_KEY", "scrub"]
 
@@ -28,7 +28,7 @@ def _clean(data: dict[str, Any], gone: set[str]) -> dict[str, Any]:
     return data
 
 
-async def scrub(conn: aiosqlite.Connection, namespace: str, seqs: Sequence[int]) -> None:
+async def scrub(conn: Conn, namespace: str, seqs: Sequence[int]) -> None:
     """Take memories `seqs` (deleted or archived in this transaction) out of the profile."""
     gone = {f"mem_{s}" for s in seqs}
     rows = list(await conn.execute_fetchall("SELECT data FROM profile WHERE namespace = ?", (namespace,)))

@@ -204,9 +204,9 @@ ENV_VARS: tuple[EnvVar, ...] = (
     EnvVar(
         "MCP_MEMORY_DB",
         "db_path",
-        Path,
+        str,
         "platform data dir/mcp-memory-server/memory.db",
-        "Path of the SQLite database file (created if missing).",
+        "Path of the SQLite database file (created if missing), or a postgresql:// URL (the postgres extra).",
     ),
     EnvVar(
         "MCP_MEMORY_CACHE_DIR",

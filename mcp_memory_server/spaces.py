@@ -65,7 +65,7 @@ class AppState:
         nobody's business but the operator's: only its file name is shown."""
         stats = await self.service.stats()
         if self.behind_tokens:
-            return stats.model_copy(update={"db_path": self.config.db_path.name})
+            return stats.model_copy(update={"db_path": self.config.database_name})
         return stats
 
 

@@ -4,22 +4,20 @@ done through it commits together, full-text index included, or not at all."""
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
-import re
-import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-import aiosqlite
 import anyio
 
 from .changeset import Change, Noted
+from .database import Conn
+from .draft_rows import DRAFT_COLUMNS, digest, draft_values, insert_fts, insert_memories, normalized
 from .models import Draft, Memory
+from .pg_sql import tsquery
 from .profile_scrub import scrub
 from .rows import BM25, COLUMNS, M_COLUMNS, iso, row_to_memory
-from .tokens import fingerprint, normalize
 
 __all__ = ["IndexFields", "Tx"]
 
@@ -30,70 +28,16 @@ IndexFields = Callable[[str, "str | None", Iterable[str], str], tuple[str, ...]]
 PROFILE_CATEGORIES = frozenset({"identity", "preference", "skill", "user_preferences", "coding_style"})
 _LOG_KEEP = 100_000  # changes kept in memory_changes, up to _PRUNE_EVERY more between prunes
 _PRUNE_EVERY = 100
-_DRAFT_COLUMNS = "content, key, category, tier, importance, confidence, source, tags, session_id, client"
+_SEQS = "SELECT CAST(value AS BIGINT) FROM json_each(?)"  # the seqs of a JSON array
 _BATCH = 1000  # rows per multi-row INSERT: 16 parameters a row stays well below SQLite's 32,766
-_LETTER_OR_DIGIT = re.compile(r"[^\W_]")
-
-
-@functools.lru_cache(maxsize=4)
-def _insert_memories(rows: int) -> str:
-    values = ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)"] * rows)
-    return (
-        f"INSERT INTO memories (seq, namespace, {_DRAFT_COLUMNS}, content_hash, created_at, updated_at,"
-        f" last_accessed, access_count) VALUES {values}"
-    )
-
-
-@functools.lru_cache(maxsize=4)
-def _insert_fts(rows: int) -> str:
-    values = ", ".join(["(?, ?, ?, ?, ?)"] * rows)
-    return f"INSERT INTO memory_fts (rowid, content, key, tags, category) VALUES {values}"
-
-
-# Full-width ASCII forms and the ideographic space (common in Chinese text) with their NFKD forms.
-_FULL_WIDTH = re.compile("[\uff01-\uff5e\u3000]")
-_FULL_WIDTH_NFKD = {chr(c): unicodedata.normalize("NFKD", chr(c)) for c in (*range(0xFF01, 0xFF5F), 0x3000)}
-
-
-def _normalized(text: str) -> str:
-    """`normalize(text)`, faster for Chinese text. One full-width comma makes CPython run its
-    whole NFKC algorithm over the text (15 us for a 100-character line); replacing such
-    characters by their decompositions first gives the same NFKC (it decomposes them the same
-    way), and usually leaves a text NFKC only needs to check (under 1 us)."""
-    if not text.isascii():
-        for char in set(_FULL_WIDTH.findall(text)):
-            text = text.replace(char, _FULL_WIDTH_NFKD[char])
-    return normalize(text)
-
-
-def _digest(content: str, normalized: str) -> str:
-    """`fingerprint(content)` given `normalize(content)`, without normalising again: the
-    fingerprint hashes the letters and digits of the normalised text, which normalising twice
-    leaves as they are. A text without any letter or digit is hashed as it came, as there."""
-    return fingerprint(normalized if _LETTER_OR_DIGIT.search(normalized.casefold()) else content)
-
-
-def _draft_values(draft: Draft) -> tuple[Any, ...]:
-    """A draft's values in the order of `_DRAFT_COLUMNS`."""
-    return (
-        draft.content,
-        draft.key,
-        draft.category,
-        draft.tier,
-        draft.importance,
-        draft.confidence,
-        draft.source,
-        json.dumps(list(draft.tags), ensure_ascii=False) if draft.tags else "[]",
-        draft.session_id,
-        draft.client,
-    )
 
 
 class Tx:
     """Statements inside one open transaction; obtained from `Store.transaction()`."""
 
-    def __init__(self, conn: aiosqlite.Connection, namespace: str, index_fields: IndexFields) -> None:
+    def __init__(self, conn: Conn, namespace: str, index_fields: IndexFields, *, postgres: bool = False) -> None:
         self._conn = conn
+        self.postgres = postgres  # which dialect the few backend-specific statements take
         self._ns = namespace
         self._index_fields = index_fields
         self._noted = Noted()
@@ -104,7 +48,7 @@ class Tx:
         return self._noted.change()
 
     @property
-    def conn(self) -> aiosqlite.Connection:
+    def conn(self) -> Conn:
         """The connection, for the modules that keep their own tables (the extraction log)."""
         return self._conn
 
@@ -123,16 +67,15 @@ class Tx:
 
     def index_row(self, content: str, key: str | None, tags: Iterable[str], category: str) -> tuple[str, ...]:
         """The four full-text columns of a memory, as `insert` writes them."""
-        return self._index_fields(_normalized(content), key, tags, category)
+        return self._index_fields(normalized(content), key, tags, category)
 
     async def log(self, seqs: Sequence[int]) -> None:
         """Record memories that appeared, changed or went away, for every process's index and
         for this process's change listeners (archived ones count as gone, live ones as appeared)."""
         await self._log(seqs)
         rows = await self._conn.execute_fetchall(
-            "SELECT seq, category, session_id, 0 FROM memories WHERE seq IN (SELECT value FROM json_each(?))"
-            " UNION ALL SELECT seq, category, session_id, 1 FROM memory_archive"
-            " WHERE seq IN (SELECT value FROM json_each(?))",
+            f"SELECT seq, category, session_id, 0 FROM memories WHERE seq IN ({_SEQS})"
+            f" UNION ALL SELECT seq, category, session_id, 1 FROM memory_archive WHERE seq IN ({_SEQS})",
             (json.dumps(list(seqs)),) * 2,
         )
         self._noted.rows(r[:3] for r in rows)
@@ -195,6 +138,17 @@ class Tx:
         """Best full-text matches within one category: the near-duplicate candidates."""
         if not match:
             return []
+        if self.postgres:  # the GIN index over the same terms, ranked by ts_rank
+            query = tsquery(match)
+            if not query:
+                return []
+            rows = await self._conn.execute_fetchall(
+                f"SELECT {M_COLUMNS} FROM memory_fts f JOIN memories m ON m.seq = f.rowid"
+                " WHERE f.terms @@ to_tsquery('simple', ?) AND m.namespace = ? AND m.category = ?"
+                " ORDER BY ts_rank(f.terms, to_tsquery('simple', ?)) DESC, m.seq LIMIT ?",
+                (query, self._ns, category, query, limit),
+            )
+            return [row_to_memory(r) for r in rows]
         rows = await self._conn.execute_fetchall(
             f"SELECT {M_COLUMNS} FROM memory_fts JOIN memories m ON m.seq = memory_fts.rowid "
             f"WHERE memory_fts MATCH ? AND m.namespace = ? AND m.category = ? ORDER BY {BM25} LIMIT ?",
@@ -209,14 +163,13 @@ class Tx:
         an imported file); it is then also the last change, and `moment` the last access."""
         now = iso(moment)
         written = iso(created) if created is not None else now
-        values = _draft_values(draft)
-        cursor = await self._conn.execute(
-            f"INSERT INTO memories (namespace, {_DRAFT_COLUMNS}, content_hash, created_at, updated_at, last_accessed,"
-            " access_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
+        values = draft_values(draft)
+        rows = await self._conn.execute_fetchall(
+            f"INSERT INTO memories (namespace, {DRAFT_COLUMNS}, content_hash, created_at, updated_at, last_accessed,"
+            " access_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0) RETURNING seq",
             (self._ns, *values, content_hash, written, written, now),
         )
-        seq = cursor.lastrowid
-        assert seq is not None
+        seq = int(next(iter(rows))[0])
         await self._log([seq])
         self._noted.rows([(seq, draft.category, draft.session_id)])
         self._noted.listing = True
@@ -224,7 +177,7 @@ class Tx:
             await self.profile_stale()
         await self._conn.execute(
             "INSERT INTO memory_fts (rowid, content, key, tags, category) VALUES (?, ?, ?, ?, ?)",
-            (seq, *self._index_fields(_normalized(draft.content), draft.key, draft.tags, draft.category)),
+            (seq, *self._index_fields(normalized(draft.content), draft.key, draft.tags, draft.category)),
         )
         return row_to_memory((seq, *values, written, written, now, 0))  # the row as written, in COLUMNS order
 
@@ -240,18 +193,14 @@ class Tx:
         now = iso(moment)
         # AUTOINCREMENT continues after the larger of the two; we hold the write lock, so the new
         # rows get the next consecutive seqs.
-        rows = await self._conn.execute_fetchall(
-            "SELECT max(coalesce((SELECT max(seq) FROM memories), 0),"
-            " coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'memories'), 0))"
-        )
-        first = next(iter(rows))[0] + 1
+        first = await self._next_seqs(len(drafts))
         writing: list[asyncio.Future[Any]] = []
         try:
             for start in range(0, len(drafts), _BATCH):
                 batch = drafts[start : start + _BATCH]
                 memories, fts = self._batch_values(batch, first + start, now)
-                writing.append(asyncio.ensure_future(self._run(_insert_memories(len(batch)), memories)))
-                writing.append(asyncio.ensure_future(self._run(_insert_fts(len(batch)), fts)))
+                writing.append(asyncio.ensure_future(self._run(insert_memories(len(batch)), memories)))
+                writing.append(asyncio.ensure_future(self._run(insert_fts(len(batch)), fts)))
                 await asyncio.sleep(0)  # both statements reach SQLite's queue before the next batch is prepared
                 while len(writing) > 2:  # at most one batch prepared ahead
                     await writing.pop(0)
@@ -273,15 +222,32 @@ class Tx:
         self._noted.listing = True
         return list(range(first, last + 1))
 
+    async def _next_seqs(self, count: int) -> int:
+        """The first of `count` consecutive new seqs, taken for the caller's rows (which then give
+        their seqs explicitly). Writers take turns (the write lock), so nothing takes any meanwhile."""
+        if self.postgres:
+            rows = await self._conn.execute_fetchall(
+                "SELECT setval(pg_get_serial_sequence('memories', 'seq'),"
+                " nextval(pg_get_serial_sequence('memories', 'seq')) + ? - 1)",
+                (count,),
+            )
+            return int(next(iter(rows))[0]) - count + 1
+        # AUTOINCREMENT continues after the larger of the two.
+        rows = await self._conn.execute_fetchall(
+            "SELECT max(coalesce((SELECT max(seq) FROM memories), 0),"
+            " coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'memories'), 0))"
+        )
+        return int(next(iter(rows))[0]) + 1
+
     def _batch_values(self, drafts: Sequence[Draft], first: int, now: str) -> tuple[list[Any], list[Any]]:
         """The flat parameters of one batch's memories and full-text rows."""
         memories: list[Any] = []
         fts: list[Any] = []
         for seq, draft in enumerate(drafts, first):
             # One normalisation for both the fingerprint and the index terms (see `_digest`).
-            normalized = _normalized(draft.content)
-            memories.extend((seq, self._ns, *_draft_values(draft), _digest(draft.content, normalized), now, now, now))
-            fts.extend((seq, *self._index_fields(normalized, draft.key, draft.tags, draft.category)))
+            text = normalized(draft.content)
+            memories.extend((seq, self._ns, *draft_values(draft), digest(draft.content, text), now, now, now))
+            fts.extend((seq, *self._index_fields(text, draft.key, draft.tags, draft.category)))
         return memories, fts
 
     async def _run(self, sql: str, parameters: Sequence[Any]) -> None:
@@ -308,12 +274,12 @@ class Tx:
             "UPDATE memories SET content = ?, key = ?, category = ?, tier = ?, importance = ?, confidence = ?,"
             " source = ?, tags = ?, session_id = coalesce(?, session_id), client = coalesce(?, client),"
             " content_hash = ?, updated_at = ? WHERE seq = ? AND +namespace = ?",
-            (*_draft_values(draft), content_hash, iso(moment), seq, self._ns),
+            (*draft_values(draft), content_hash, iso(moment), seq, self._ns),
         )
         await self._log([seq])
         await self._conn.execute(
             "UPDATE memory_fts SET content = ?, key = ?, tags = ?, category = ? WHERE rowid = ?",
-            (*self._index_fields(_normalized(draft.content), draft.key, draft.tags, draft.category), seq),
+            (*self._index_fields(normalized(draft.content), draft.key, draft.tags, draft.category), seq),
         )
         memory = await self.get(seq)
         assert memory is not None
@@ -363,7 +329,8 @@ class Tx:
     async def _log(self, seqs: Sequence[int]) -> None:
         """Record changed memories for the in-memory indexes of every process (see bm25.py)."""
         changes = await self._conn.execute_fetchall(
-            "INSERT INTO memory_changes (namespace, seq) SELECT ?, value FROM json_each(?) RETURNING change",
+            "INSERT INTO memory_changes (namespace, seq) SELECT ?, CAST(value AS BIGINT) FROM json_each(?)"
+            " RETURNING change",
             (self._ns, json.dumps(list(seqs))),
         )
         # Pruning once every _PRUNE_EVERY changes spares a round trip to SQLite per write.

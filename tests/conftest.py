@@ -48,8 +48,32 @@ def segmenter(cache_dir: Path) -> Segmenter:
     return seg
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "sqlite_only: a test of SQLite itself, not run on PostgreSQL")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test module that sets `BACKENDS = ("sqlite", "postgresql")` runs each of its tests that
+    use the `config` fixture (or one built on it) once per backend, but those marked sqlite_only."""
+    backends = getattr(metafunc.module, "BACKENDS", None)
+    if backends and "backend" in metafunc.fixturenames:
+        if metafunc.definition.get_closest_marker("sqlite_only") is not None:
+            backends = ("sqlite",)
+        metafunc.parametrize("backend", backends, indirect=True)
+
+
 @pytest.fixture
-def config(tmp_path: Path, cache_dir: Path) -> Config:
+def backend(request: pytest.FixtureRequest) -> str:
+    """Which database the `config` fixture names: "sqlite" (a file in tmp_path) unless the module
+    asks for both (see pytest_generate_tests)."""
+    return str(getattr(request, "param", "sqlite"))
+
+
+@pytest.fixture
+def config(tmp_path: Path, cache_dir: Path, backend: str, request: pytest.FixtureRequest) -> Config:
+    if backend == "postgresql":  # a fresh database of the session's PostgreSQL cluster
+        url = request.getfixturevalue("pg_db")
+        return Config.from_env({}, db_path=url, cache_dir=cache_dir)
     return Config.from_env({}, db_path=tmp_path / "memory.db", cache_dir=cache_dir)
 
 

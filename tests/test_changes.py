@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -17,7 +16,10 @@ from mcp_memory_server.segmenter import Segmenter
 from mcp_memory_server.server import build_server
 from mcp_memory_server.service import MemoryService
 
+from . import rawdb
+
 pytestmark = pytest.mark.anyio
+BACKENDS = ("sqlite", "postgresql")
 
 
 def _add(key: str, payload: str, category: str = "user_preferences", **extra: Any) -> dict[str, Any]:
@@ -33,11 +35,7 @@ def _add(key: str, payload: str, category: str = "user_preferences", **extra: An
 
 
 def _count(config: Config) -> int:
-    db = sqlite3.connect(config.db_path)
-    try:
-        return int(db.execute("SELECT count(*) FROM memories").fetchone()[0])
-    finally:
-        db.close()
+    return int(rawdb.value(config, "SELECT count(*) FROM memories"))
 
 
 async def test_seed_example_adds_updates_and_deletes(service: MemoryService) -> None:

@@ -11,7 +11,6 @@ import io
 import json
 import os
 import shutil
-import sqlite3
 import sys
 import zipfile
 from pathlib import Path
@@ -30,7 +29,10 @@ from mcp_memory_server.server import build_server
 from mcp_memory_server.service import MemoryService
 from mcp_memory_server.store import Store
 
+from . import rawdb
+
 pytestmark = pytest.mark.anyio
+BACKENDS = ("sqlite", "postgresql")
 
 DATA = Path(__file__).parent / "data" / "imports"
 SAMPLES = {
@@ -43,27 +45,18 @@ SAMPLES = {
 }
 
 
-def state(db: Path) -> dict[str, list[Any]]:
+def state(config: Config) -> dict[str, list[Any]]:
     """Every row of every table (full-text shadow tables and the change log included)."""
-    conn = sqlite3.connect(db)
-    try:
-        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
-        return {t: sorted(map(repr, conn.execute(f'SELECT * FROM "{t}"'))) for t in tables}
-    finally:
-        conn.close()
+    return {t: sorted(map(repr, rawdb.rows(config, f'SELECT * FROM "{t}"'))) for t in rawdb.tables(config)}
 
 
-def rows(db: Path, sql: str, *args: Any) -> list[tuple[Any, ...]]:
-    conn = sqlite3.connect(db)
-    try:
-        return conn.execute(sql, args).fetchall()
-    finally:
-        conn.close()
+def rows(config: Config, sql: str, *args: Any) -> list[tuple[Any, ...]]:
+    return rawdb.rows(config, sql, args)
 
 
-def by_content(db: Path) -> dict[str, dict[str, Any]]:
+def by_content(config: Config) -> dict[str, dict[str, Any]]:
     names = ("key", "category", "source", "client", "tags", "created_at", "updated_at")
-    found = rows(db, f"SELECT content, {', '.join(names)} FROM memories")
+    found = rows(config, f"SELECT content, {', '.join(names)} FROM memories")
     return {r[0]: dict(zip(names, r[1:], strict=True)) | {"tags": json.loads(r[5])} for r in found}
 
 
@@ -82,7 +75,7 @@ def test_the_format_of_each_sample_is_recognised(name: str, expected: str) -> No
 async def test_the_reference_servers_graph_becomes_memories(store: Store, config: Config) -> None:
     summary = await load(store, "memory.jsonl")
     assert (summary.format, summary.items, summary.created, summary.present) == ("memory-jsonl", 30, 30, 0)
-    memories = by_content(config.db_path)
+    memories = by_content(config)
     zhang = memories["张伟：在上海工作"]
     assert (zhang["key"], zhang["category"], zhang["tags"], zhang["source"]) == (
         "kg:张伟#1",
@@ -115,7 +108,7 @@ async def test_the_reference_servers_graph_becomes_memories(store: Store, config
 async def test_mem0_get_all_keeps_times_categories_and_roles(store: Store, config: Config) -> None:
     summary = await load(store, "mem0_get_all.json")
     assert (summary.format, summary.items, summary.created) == ("mem0", 5, 5)
-    memories = by_content(config.db_path)
+    memories = by_content(config)
     oat = memories["Prefers oat milk in coffee"]
     assert oat == {
         "key": "mem0:3f1c2a9e-6b1d-4a57-9d0e-2b6f0c8e7a11",
@@ -156,7 +149,7 @@ async def test_openmemory_exports_in_every_shape_give_the_same_memories(
     }[shape]
     summary = await import_bytes(store, data)
     assert (summary.items, summary.created, summary.archived, summary.skipped) == (5, 4, 2, 1)
-    live = by_content(config.db_path)
+    live = by_content(config)
     assert set(live) == {
         "Uses pnpm instead of npm in every TypeScript project",
         "正在把订单服务从 MySQL 迁移到 PostgreSQL",
@@ -168,9 +161,7 @@ async def test_openmemory_exports_in_every_shape_give_the_same_memories(
         "2025-06-10T08:00:00.000000+00:00",
     )
     assert live["正在把订单服务从 MySQL 迁移到 PostgreSQL"]["category"] == "project_state"  # work
-    archived = rows(
-        config.db_path, "SELECT content, archive_reason, archived_at, client FROM memory_archive ORDER BY seq"
-    )
+    archived = rows(config, "SELECT content, archive_reason, archived_at, client FROM memory_archive ORDER BY seq")
     assert archived == [
         ("以前用 Sublime Text 写代码", "archived in mem0/OpenMemory", "2025-06-20T12:00:00.000000+00:00", "claude"),
         (
@@ -180,7 +171,7 @@ async def test_openmemory_exports_in_every_shape_give_the_same_memories(
             "cursor",
         ),
     ]
-    assert not rows(config.db_path, "SELECT 1 FROM memories WHERE content LIKE '%Mochi%'")  # deleted: left out
+    assert not rows(config, "SELECT 1 FROM memories WHERE content LIKE '%Mochi%'")  # deleted: left out
     hits = (await MemoryService(store).recall(query="订单服务迁移")).hits
     assert hits[0].content == "正在把订单服务从 MySQL 迁移到 PostgreSQL"
 
@@ -189,7 +180,7 @@ async def test_memory_md_files_in_chinese_and_mixed(store: Store, config: Config
     zh = await load(store, "MEMORY.zh.md")
     mixed = await load(store, "MEMORY.mixed.md")
     assert (zh.format, zh.items, zh.created, mixed.items, mixed.created) == ("markdown", 7, 7, 7, 7)
-    memories = by_content(config.db_path)
+    memories = by_content(config)
     assert memories["决定把博客从 Hexo 迁移到 Astro"]["category"] == "event"
     assert memories["给妈妈买生日礼物"]["created_at"] == "2025-06-01T00:00:00.000000+00:00"
     assert memories["✅ 续签租房合同"]["category"] == "todo"
@@ -208,14 +199,14 @@ async def test_importing_every_sample_twice_changes_nothing_the_second_time(stor
     for name in SAMPLES:
         await load(store, name)
     await import_bytes(store, _openmemory_zip())
-    before = state(config.db_path)
+    before = state(config)
     assert before["memories"] and before["memory_fts"] and before["memory_archive"] and before["memory_changes"]
     for name in SAMPLES:
         again = await load(store, name)
         assert (again.created, again.updated) == (0, 0), name
         assert again.present == again.items - again.skipped, name
     await import_bytes(store, _openmemory_zip())
-    assert state(config.db_path) == before
+    assert state(config) == before
 
 
 async def test_an_edited_observation_updates_its_memory_and_a_removed_one_changes_nothing(
@@ -227,16 +218,16 @@ async def test_an_edited_observation_updates_its_memory_and_a_removed_one_change
     edited[2] = edited[2].replace('"Prefers async updates over meetings"]', '"Prefers async updates","Plays chess"]')
     summary = await import_text(store, "\n".join(edited))
     assert (summary.created, summary.updated, summary.present) == (1, 2, 28)
-    memories = by_content(config.db_path)
+    memories = by_content(config)
     assert memories["张伟：在北京工作"]["key"] == "kg:张伟#1" and "张伟：在上海工作" not in memories
     assert memories["Alice Chen: Plays chess"]["key"] == "kg:Alice Chen#4"
-    (seq,) = rows(config.db_path, "SELECT seq FROM memories WHERE key = 'kg:张伟#1'")[0]
+    (seq,) = rows(config, "SELECT seq FROM memories WHERE key = 'kg:张伟#1'")[0]
     history = await MemoryService(store).history(f"mem_{seq}")
     assert [(h["content"], h["reason"]) for h in history] == [("张伟：在上海工作", "imported")]
-    before = state(config.db_path)
+    before = state(config)
     shifted = [edited[1].replace('"张伟：在北京工作",', "").replace('"在北京工作",', ""), *edited[2:]]
     assert (await import_text(store, "\n".join(shifted))).created == 0  # a removed observation: nothing goes
-    assert state(config.db_path) == before
+    assert state(config) == before
 
 
 async def test_a_mem0_memory_edited_there_updates_here(store: Store, config: Config) -> None:
@@ -246,13 +237,13 @@ async def test_a_mem0_memory_edited_there_updates_here(store: Store, config: Con
     data["results"][0] |= {"memory": "Prefers soy milk in coffee", "updated_at": "2026-01-05T10:00:00+00:00"}
     summary = await import_text(store, json.dumps(data))
     assert (summary.created, summary.updated, summary.present) == (0, 1, 4)
-    memories = by_content(config.db_path)
+    memories = by_content(config)
     assert "Prefers oat milk in coffee" not in memories
     assert memories["Prefers soy milk in coffee"]["key"] == "mem0:3f1c2a9e-6b1d-4a57-9d0e-2b6f0c8e7a11"
-    before = state(config.db_path)
+    before = state(config)
     stale = await import_text(store, original)  # the older file again: what changed since stays
     assert (stale.created, stale.updated, stale.present) == (0, 0, 5)
-    assert state(config.db_path) == before
+    assert state(config) == before
 
 
 async def test_a_memory_edited_here_by_a_client_is_never_overwritten_by_an_import(store: Store, config: Config) -> None:
@@ -265,10 +256,10 @@ async def test_a_memory_edited_here_by_a_client_is_never_overwritten_by_an_impor
     lines = (DATA / "memory.jsonl").read_text(encoding="utf-8").replace("在上海工作", "在北京工作")
     await import_text(store, (DATA / "memory.jsonl").read_text(encoding="utf-8"))
     await MemoryService(store).remember(content="张伟：在深圳工作", key="kg:张伟#1", client="cursor")
-    before = state(config.db_path)
+    before = state(config)
     assert (await import_text(store, json.dumps(data))).updated == 0
     assert (await import_text(store, lines)).updated == 0
-    assert state(config.db_path) == before
+    assert state(config) == before
 
 
 # ---- bad input --------------------------------------------------------------------------------------
@@ -302,11 +293,11 @@ async def test_bad_input_is_named_and_writes_nothing(
     store: Store, config: Config, file_format: str, text: str, message: str
 ) -> None:
     await MemoryService(store).remember(content="已有的记忆", category="note")
-    before = state(config.db_path)
+    before = state(config)
     with pytest.raises(InvalidInput) as raised:
         await import_text(store, text, None if file_format == "auto" else file_format)
     assert message in str(raised.value)
-    assert state(config.db_path) == before
+    assert state(config) == before
 
 
 async def test_many_bad_items_are_named_three_at_a_time(store: Store) -> None:
@@ -330,7 +321,7 @@ async def test_secrets_are_withheld_or_the_item_left_out(store: Store, config: C
     summary = await import_text(store, text, "memory-jsonl")
     assert summary.refused == ["line 1 ('服务器', observation 1)"]
     assert (summary.created, summary.withheld) == (1, 1)
-    (content,) = rows(config.db_path, "SELECT content FROM memories")[0]
+    (content,) = rows(config, "SELECT content FROM memories")[0]
     assert "sk-abc" not in content and "[withheld:" in content
 
 
@@ -387,14 +378,14 @@ async def test_a_memory_edited_on_the_dashboard_is_never_overwritten_by_an_impor
     must still win over the file, which says nothing of when it changed."""
     text = (DATA / "memory.jsonl").read_text(encoding="utf-8")
     await import_text(store, text)
-    (seq,) = rows(config.db_path, "SELECT seq FROM memories WHERE key = 'kg:张伟#1'")[0]
+    (seq,) = rows(config, "SELECT seq FROM memories WHERE key = 'kg:张伟#1'")[0]
     edited = await MemoryService(store).edit(f"mem_{seq}", {"content": "张伟：在深圳工作"})
     assert edited.action == "updated"
-    before = state(config.db_path)
+    before = state(config)
     again = await import_text(store, text)
     assert (again.created, again.updated) == (0, 0)
-    assert state(config.db_path) == before
-    assert "张伟：在深圳工作" in by_content(config.db_path)
+    assert state(config) == before
+    assert "张伟：在深圳工作" in by_content(config)
 
 
 async def test_mem0_get_all_in_graph_mode_gives_its_memories_and_relations(store: Store, config: Config) -> None:
@@ -408,7 +399,7 @@ async def test_mem0_get_all_in_graph_mode_gives_its_memories_and_relations(store
     assert detect(text) == "mem0"
     summary = await import_text(store, text)
     assert (summary.format, summary.items, summary.created) == ("mem0", 7, 7)
-    memories = by_content(config.db_path)
+    memories = by_content(config)
     assert memories["alex works at acme"]["category"] == "relationship"
     assert memories["alex 女儿是 小雨"]["tags"] == ["alex", "小雨"]
     assert "Prefers oat milk in coffee" in memories
@@ -425,4 +416,4 @@ async def test_a_deleted_openmemory_memory_is_left_out_whatever_its_text(store: 
     text = "\n".join(json.dumps(row, ensure_ascii=False) for row in rows)
     summary = await import_text(store, text, "mem0")
     assert (summary.items, summary.created, summary.skipped) == (3, 1, 2)
-    assert list(by_content(config.db_path)) == ["喜欢在周末去爬山 / hikes on weekends"]
+    assert list(by_content(config)) == ["喜欢在周末去爬山 / hikes on weekends"]

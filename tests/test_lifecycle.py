@@ -4,7 +4,6 @@ what the service cannot set (access counts, old access times) is set on the data
 
 from __future__ import annotations
 
-import sqlite3
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -19,19 +18,17 @@ from mcp_memory_server.segmenter import Segmenter
 from mcp_memory_server.service import MemoryService
 from mcp_memory_server.store import Store
 
+from . import rawdb
+
 pytestmark = pytest.mark.anyio
+BACKENDS = ("sqlite", "postgresql")
 
 NOW = utcnow()
 DAY = timedelta(days=1)
 
 
 def _sql(config: Config, sql: str, *args: Any) -> list[tuple[Any, ...]]:
-    db = sqlite3.connect(config.db_path)
-    try:
-        with db:
-            return db.execute(sql, args).fetchall()
-    finally:
-        db.close()
+    return rawdb.rows(config, sql, args)
 
 
 def _set(config: Config, memory_id: str, **columns: Any) -> None:

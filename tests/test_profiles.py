@@ -4,7 +4,6 @@ memories, manual edits that survive, synthesis by the client's model in both era
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,7 +20,10 @@ from mcp_memory_server.segmenter import Segmenter
 from mcp_memory_server.server import build_server
 from mcp_memory_server.service import MemoryService
 
+from . import rawdb
+
 pytestmark = pytest.mark.anyio
+BACKENDS = ("sqlite", "postgresql")
 
 CHINESE = [
     ("我是杭州的一名后端工程师，主要写 Python", "identity", 0.9),
@@ -49,11 +51,7 @@ def _cited(profile: Profile) -> set[str]:
 
 
 def _stale(service: MemoryService) -> bool:
-    db = sqlite3.connect(service.config.db_path)
-    try:
-        return bool(db.execute("SELECT stale FROM profile").fetchone()[0])
-    finally:
-        db.close()
+    return bool(rawdb.value(service.config, "SELECT stale FROM profile"))
 
 
 async def test_chinese_profile_is_grounded(service: MemoryService) -> None:
@@ -195,11 +193,7 @@ async def test_forget_leaves_nothing_behind_in_the_profile(service: MemoryServic
     peeked = await profiles.peek(service.store)
     assert peeked is not None and "东京" not in peeked.model_dump_json()
     assert all("东京" not in h.content for h in (await service.recall(query="东京")).hits)
-    db = sqlite3.connect(service.config.db_path)
-    try:
-        for table, column in (("memories", "content"), ("memory_history", "content"), ("profile", "data")):
-            assert not db.execute(f"SELECT 1 FROM {table} WHERE {column} LIKE '%东京%'").fetchall(), table
-    finally:
-        db.close()
+    for table, column in (("memories", "content"), ("memory_history", "content"), ("profile", "data")):
+        assert not rawdb.rows(service.config, f"SELECT 1 FROM {table} WHERE {column} LIKE '%东京%'"), table
     again = await profiles.get_profile(service.store)
     assert "东京" not in again.model_dump_json() and "后端工程师" in again.summary.text

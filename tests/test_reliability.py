@@ -1,11 +1,11 @@
-"""Many writers on one database file lose nothing: real server processes (the installed console
-script over stdio), each writing while others recall. Figures go to RELIABILITY.md."""
+"""Many writers on one database lose nothing: real server processes (the installed console script
+over stdio), each writing while others recall, on an SQLite file and on PostgreSQL. Figures go
+to RELIABILITY.md."""
 
 from __future__ import annotations
 
 import os
 import shutil
-import sqlite3
 import sys
 import uuid
 from collections.abc import Callable
@@ -17,19 +17,28 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
+from mcp_memory_server.config import Config
+
+from . import rawdb
 from .http_server import http_client, http_server
 
 pytestmark = pytest.mark.anyio
+BACKENDS = ("sqlite", "postgresql")
 
 WRITERS = 8
 WRITES = 250
 READERS = 2
 
 
-def _params(db: Path, cache_dir: Path) -> StdioServerParameters:
+def _database(config: Config) -> str:
+    """MCP_MEMORY_DB for the server processes: the test's SQLite file or PostgreSQL database."""
+    return config.db_url or str(config.db_path)
+
+
+def _params(db: str, cache_dir: Path) -> StdioServerParameters:
     command = shutil.which("mcp-memory-server", path=str(Path(sys.executable).parent))
     assert command, "the console script is installed next to the test interpreter"
-    env = {**os.environ, "MCP_MEMORY_DB": str(db), "MCP_MEMORY_CACHE_DIR": str(cache_dir)}
+    env = {**os.environ, "MCP_MEMORY_DB": db, "MCP_MEMORY_CACHE_DIR": str(cache_dir)}
     return StdioServerParameters(command=command, args=["--log-level", "WARNING"], env=env)
 
 
@@ -78,34 +87,34 @@ async def _write_while_recalling(connect: Callable[[], AbstractAsyncContextManag
     return written
 
 
-def _check_all_stored(db: Path) -> None:
-    connection = sqlite3.connect(db)
-    try:
-        assert connection.execute("SELECT count(*) FROM memories").fetchone()[0] == WRITERS * WRITES
-        assert connection.execute("SELECT count(*) FROM memory_fts").fetchone()[0] == WRITERS * WRITES
-        assert connection.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-    finally:
-        connection.close()
+def _check_all_stored(config: Config) -> None:
+    assert rawdb.value(config, "SELECT count(*) FROM memories") == WRITERS * WRITES
+    assert rawdb.value(config, "SELECT count(*) FROM memory_fts") == WRITERS * WRITES
+    if config.db_url is None:
+        assert rawdb.value(config, "PRAGMA integrity_check") == "ok"
 
 
-async def test_eight_processes_write_2000_memories_while_others_recall(tmp_path: Path, cache_dir: Path) -> None:
-    db = tmp_path / "shared.db"
+async def test_eight_processes_write_2000_memories_while_others_recall(config: Config, cache_dir: Path) -> None:
+    db = _database(config)
     await _write_while_recalling(lambda: Client(_params(db, cache_dir)))
-    _check_all_stored(db)
+    _check_all_stored(config)
 
 
-async def test_eight_http_clients_write_2000_memories_while_others_recall(tmp_path: Path, cache_dir: Path) -> None:
+async def test_eight_http_clients_write_2000_memories_while_others_recall(
+    tmp_path: Path, cache_dir: Path, config: Config
+) -> None:
     """The same load against one HTTP server (with a bearer token, as it would be exposed): eight
     clients, each its own MCP session, writing concurrently while two others recall."""
     token = "reliability-token-0123456789"
-    with http_server(tmp_path, cache_dir, {"MCP_MEMORY_TOKENS": token}, ["--log-level", "WARNING"]) as served:
+    env = {"MCP_MEMORY_TOKENS": token, "MCP_MEMORY_DB": _database(config)}
+    with http_server(tmp_path, cache_dir, env, ["--log-level", "WARNING"]) as served:
         await _write_while_recalling(lambda: http_client(served.url, token))
         log = served.stderr.read_text()
     assert "locked" not in log and "Traceback" not in log
-    _check_all_stored(served.db)
+    _check_all_stored(config)
 
 
-def _crash_trials(db: Path, cache_dir: Path, trials: int) -> tuple[list[str], int]:
+def _crash_trials(db: str, cache_dir: Path, trials: int) -> tuple[list[str], int]:
     """Start a server, stream `remember` requests at it, SIGKILL it after a few answers; again and
     again on one file. Returns the contents whose writes were acknowledged, and the answers seen."""
     import json
@@ -155,17 +164,13 @@ def _crash_trials(db: Path, cache_dir: Path, trials: int) -> tuple[list[str], in
     return acknowledged, answers
 
 
-async def test_a_writer_killed_mid_stream_loses_no_acknowledged_write(tmp_path: Path, cache_dir: Path) -> None:
-    db = tmp_path / "crash.db"
-    acknowledged, answers = await anyio.to_thread.run_sync(_crash_trials, db, cache_dir, 20)
+async def test_a_writer_killed_mid_stream_loses_no_acknowledged_write(config: Config, cache_dir: Path) -> None:
+    acknowledged, answers = await anyio.to_thread.run_sync(_crash_trials, _database(config), cache_dir, 20)
     assert answers == len(acknowledged) >= 20
-    connection = sqlite3.connect(db)
-    try:
-        assert connection.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-        connection.execute("INSERT INTO memory_fts (memory_fts) VALUES ('integrity-check')")  # raises if not
-        stored = {row[0] for row in connection.execute("SELECT content FROM memories")}
-        indexed = connection.execute("SELECT count(*) FROM memory_fts").fetchone()[0]
-        assert indexed == len(stored)  # the full-text index agrees with the memories table
-        assert set(acknowledged) <= stored  # every write the client saw acknowledged is there
-    finally:
-        connection.close()
+    if config.db_url is None:
+        assert rawdb.value(config, "PRAGMA integrity_check") == "ok"
+        rawdb.execute(config, "INSERT INTO memory_fts (memory_fts) VALUES ('integrity-check')")  # raises if not
+    stored = {row[0] for row in rawdb.rows(config, "SELECT content FROM memories")}
+    indexed = rawdb.value(config, "SELECT count(*) FROM memory_fts")
+    assert indexed == len(stored)  # the full-text index agrees with the memories table
+    assert set(acknowledged) <= stored  # every write the client saw acknowledged is there

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import json
-import sqlite3
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -16,15 +15,14 @@ from mcp_memory_server.schema import MIGRATIONS
 from mcp_memory_server.service import MemoryService
 from mcp_memory_server.store import Store
 
+from . import rawdb
+
 pytestmark = pytest.mark.anyio
+BACKENDS = ("sqlite", "postgresql")
 
 
 def _rows(config: Config) -> int:
-    db = sqlite3.connect(config.db_path)
-    try:
-        return int(db.execute("SELECT count(*) FROM memories").fetchone()[0])
-    finally:
-        db.close()
+    return int(rawdb.value(config, "SELECT count(*) FROM memories"))
 
 
 async def test_remember_reports_created_updated_merged_unchanged(service: MemoryService) -> None:
@@ -227,11 +225,9 @@ async def test_forget_leaves_nothing_behind(service: MemoryService, config: Conf
     result = await service.forget([gone.id, "mem_999", "nonsense", gone.id])
     assert result.deleted == [gone.id]
     assert result.not_found == ["mem_999", "nonsense"]
-    db = sqlite3.connect(config.db_path)
-    assert db.execute("SELECT count(*) FROM memory_history").fetchone()[0] == 0
-    assert db.execute("SELECT count(*) FROM memory_fts").fetchone()[0] == 1
-    assert db.execute("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH 'baker'").fetchone()[0] == 0
-    db.close()
+    assert rawdb.value(config, "SELECT count(*) FROM memory_history") == 0
+    assert rawdb.value(config, "SELECT count(*) FROM memory_fts") == 1
+    assert rawdb.value(config, "SELECT count(*) FROM memory_fts WHERE content LIKE '%baker%'") == 0
     assert (await service.recall(query="Baker Street")).hits == []
     with pytest.raises(NotFound):
         await service.get(gone.id)
@@ -307,6 +303,6 @@ async def test_stats(service: MemoryService, config: Config) -> None:
     assert stats.total == 2 and stats.by_category == {"fact": 1, "preference": 1}
     assert (
         stats.sessions == 1
-        and stats.db_path == str(config.db_path)
+        and stats.db_path == config.database
         and stats.schema_version == max(v for v, _, _ in MIGRATIONS)
     )

@@ -20,6 +20,7 @@ from mcp_memory_server.store import Store
 from mcp_memory_server.strategy import CATEGORY_OF, DEFAULT_TABLE, Emotion, choose
 
 pytestmark = pytest.mark.anyio
+BACKENDS = ("sqlite", "postgresql")
 
 # The seed's rows: (tone, max_length, proactive_question).
 SEED_ROWS = {

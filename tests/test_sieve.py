@@ -4,7 +4,6 @@ sampling in both protocol eras, its failures, a client that cannot sample, and t
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,10 @@ from mcp_memory_server.segmenter import Segmenter
 from mcp_memory_server.server import build_server
 from mcp_memory_server.sieve import parse_answer
 
+from . import rawdb
+
 pytestmark = pytest.mark.anyio
+BACKENDS = ("sqlite", "postgresql")
 
 USER = "我是一名后端工程师。帮我算一下品川区这个1LDK的实际利回，表面利回5%，管理费月1.2万"
 ASSISTANT = (
@@ -59,11 +61,7 @@ async def refusing(_: Any, __: CreateMessageRequestParams) -> ErrorData:
 
 
 def rows(config: Config, sql: str) -> list[tuple[Any, ...]]:
-    db = sqlite3.connect(config.db_path)
-    try:
-        return db.execute(sql).fetchall()
-    finally:
-        db.close()
+    return rawdb.rows(config, sql)
 
 
 async def extract(client: Client, **args: Any) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""The store on real SQLite files: migrations, transactions, the full-text index staying in sync."""
+"""The store on both backends (a real SQLite file, a real PostgreSQL database): migrations,
+transactions, the full-text index staying in sync."""
 
 from __future__ import annotations
 
@@ -14,10 +15,14 @@ from mcp_memory_server.models import Draft
 from mcp_memory_server.rows import parse_id
 from mcp_memory_server.schema import MIGRATIONS
 from mcp_memory_server.segmenter import Segmenter
+from mcp_memory_server.sqlite_backend import SqliteBackend
 from mcp_memory_server.store import Store
 from mcp_memory_server.tokens import INDEX_VERSION, fingerprint, keyword_query
 
+from . import rawdb
+
 pytestmark = pytest.mark.anyio
+BACKENDS = ("sqlite", "postgresql")
 LATEST = max(version for version, _, _ in MIGRATIONS)
 NOW = datetime(2026, 11, 1, tzinfo=UTC)
 
@@ -41,14 +46,8 @@ async def _insert(store: Store, content: str, **kw: object) -> int:
 
 
 def _counts(config: Config) -> tuple[int, int, int]:
-    db = sqlite3.connect(config.db_path)
-    try:
-        return tuple(
-            db.execute(f"SELECT count(*) FROM {t}").fetchone()[0]  # type: ignore[return-value]
-            for t in ("memories", "memory_fts", "memory_history")
-        )
-    finally:
-        db.close()
+    counts = [rawdb.value(config, f"SELECT count(*) FROM {t}") for t in ("memories", "memory_fts", "memory_history")]
+    return counts[0], counts[1], counts[2]
 
 
 async def test_migrations_are_recorded_once(config: Config, segmenter: Segmenter) -> None:
@@ -56,11 +55,10 @@ async def test_migrations_are_recorded_once(config: Config, segmenter: Segmenter
         assert await store.schema_version() == LATEST
     async with Store(config, segmenter) as store:  # reopening applies nothing again
         assert await store.schema_version() == LATEST
-    db = sqlite3.connect(config.db_path)
-    assert db.execute("SELECT count(*) FROM schema_migrations").fetchone()[0] == len(MIGRATIONS)
-    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    assert db.execute("SELECT value FROM meta WHERE name = 'index_version'").fetchone()[0] == str(INDEX_VERSION)
-    db.close()
+    assert rawdb.value(config, "SELECT count(*) FROM schema_migrations") == len(MIGRATIONS)
+    assert rawdb.value(config, "SELECT value FROM meta WHERE name = 'index_version'") == str(INDEX_VERSION)
+    if config.db_url is None:
+        assert rawdb.value(config, "PRAGMA journal_mode") == "wal"
 
 
 async def test_open_reports_an_unusable_path(tmp_path: object, segmenter: Segmenter, cache_dir: object) -> None:
@@ -101,11 +99,7 @@ async def test_failed_transaction_leaves_nothing(store: Store, config: Config) -
 async def test_index_is_rebuilt_when_its_version_changes(store: Store, config: Config, segmenter: Segmenter) -> None:
     await _insert(store, "I use the Rime input method with 雾凇拼音")
     await store.close()
-    db = sqlite3.connect(config.db_path)
-    db.execute("DELETE FROM memory_fts")
-    db.execute("UPDATE meta SET value = '0' WHERE name = 'index_version'")
-    db.commit()
-    db.close()
+    rawdb.execute(config, "DELETE FROM memory_fts", "UPDATE meta SET value = '0' WHERE name = 'index_version'")
     async with Store(config, segmenter) as reopened:
         assert len(await _find(reopened, "拼音")) == 1
     assert _counts(config) == (1, 1, 0)
@@ -190,6 +184,7 @@ async def test_many_writes_from_another_connection_rebuild_the_index(config: Con
         assert b._live.index is not None and len(b._live.index) == 2800
 
 
+@pytest.mark.sqlite_only
 async def test_candidate_rows_are_read_on_the_loop_or_the_worker_thread_alike(
     config: Config, segmenter: Segmenter
 ) -> None:
@@ -201,16 +196,18 @@ async def test_candidate_rows_are_read_on_the_loop_or_the_worker_thread_alike(
         await _insert(other, "Weekend runs by the lake, 10 km")
         fast = [(c.id, c.raw) for c in await store.search_index(queries, 10)]
         assert len(fast) == 2  # the other connection's write is seen too
-        peeker = store._peeker
+        db = store._db
+        assert isinstance(db, SqliteBackend)
+        peeker = db._peeker
         assert peeker is not None
         with pytest.raises(sqlite3.OperationalError, match="readonly"):
             peeker.execute("DELETE FROM memories")
         peeker.close()
-        store._peeker = sqlite3.connect(":memory:")  # no such table: the read fails with OperationalError
+        db._peeker = sqlite3.connect(":memory:")  # no such table: the read fails with OperationalError
         assert [(c.id, c.raw) for c in await store.search_index(queries, 10)] == fast
 
 
-@pytest.mark.anyio
+@pytest.mark.sqlite_only
 async def test_a_write_cancelled_while_it_waits_for_the_lock_leaves_no_transaction_open(
     store: Store, config: Config
 ) -> None:

@@ -4,7 +4,6 @@ secret corpus, and nothing ordinary is touched."""
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -14,18 +13,17 @@ from mcp_memory_server.config import Config
 from mcp_memory_server.errors import SecretRefused
 from mcp_memory_server.service import MemoryService
 
+from . import rawdb
+
 pytestmark = pytest.mark.anyio
+BACKENDS = ("sqlite", "postgresql")
 DATA = Path(__file__).parent / "data"
 SECRETS: list[dict[str, str]] = json.loads((DATA / "secrets.json").read_text(encoding="utf-8"))
 ORDINARY: list[str] = json.loads((DATA / "ordinary.json").read_text(encoding="utf-8"))
 
 
 def _stored(config: Config) -> list[str]:
-    db = sqlite3.connect(config.db_path)
-    try:
-        return [r[0] for r in db.execute("SELECT content FROM memories ORDER BY seq")]
-    finally:
-        db.close()
+    return [r[0] for r in rawdb.rows(config, "SELECT content FROM memories ORDER BY seq")]
 
 
 async def test_remember_withholds_or_refuses_every_secret(service: MemoryService, config: Config) -> None:

@@ -1,0 +1,108 @@
+"""What the store asks of a database backend, whichever it is: the embedded SQLite file
+(sqlite_backend.py, the default) or a PostgreSQL server (pg.py, chosen by a `postgresql://` URL).
+
+The store and the modules that keep their own tables write their SQL once, in SQLite's dialect,
+against a `Conn`; PostgreSQL's connection rewrites each statement (pg_sql.py). Where the two
+cannot share a statement, code asks `Backend.postgres` (or `Tx.postgres`) and says it both ways."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Iterable, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Protocol
+from urllib.parse import urlsplit, urlunsplit
+
+from .schema import Migration
+
+__all__ = ["Backend", "Conn", "Cursor", "is_database_url", "redact_url"]
+
+_URL = re.compile(r"^postgres(?:ql)?://", re.IGNORECASE)
+_PASSWORD_PARAMETER = re.compile(r"((?:^|&)password=)[^&]*", re.IGNORECASE)
+
+
+def is_database_url(value: str) -> bool:
+    """Whether `--db` names a PostgreSQL database (`postgresql://...`) rather than a file."""
+    return bool(_URL.match(value))
+
+
+def redact_url(url: str) -> str:
+    """`url` without its password (in the user part or a `password=` parameter), for logs,
+    messages and statistics; any other text as it is."""
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:  # not a URL one can take apart
+        return "postgresql://(withheld)" if is_database_url(url) else url
+    if password is not None:
+        host = parts.netloc.rsplit("@", 1)[1]
+        parts = parts._replace(netloc=f"{parts.username or ''}:***@{host}")
+    query = _PASSWORD_PARAMETER.sub(r"\1***", parts.query)
+    return urlunsplit(parts._replace(query=query)) if password is not None or query != parts.query else url
+
+
+class Cursor(Protocol):
+    """The rows of one executed statement."""
+
+    @property
+    def rowcount(self) -> int: ...
+
+    async def fetchone(self) -> Any: ...
+
+    async def fetchall(self) -> Iterable[Any]: ...
+
+
+class Conn(Protocol):
+    """One connection: aiosqlite's, or PostgreSQL's adapter (pg.PgConn). Parameters are `?` (or
+    `?N`) with a sequence, `:name` with a mapping."""
+
+    def execute(self, sql: str, parameters: Any = ..., /) -> Awaitable[Cursor]: ...
+
+    def execute_fetchall(self, sql: str, parameters: Any = ..., /) -> Awaitable[Iterable[Any]]: ...
+
+    def executemany(self, sql: str, parameters: Iterable[Iterable[Any]], /) -> Awaitable[Any]: ...
+
+
+class Backend(Protocol):
+    """Connections and transactions for one store. The store serialises its own units of work;
+    `write()` also serialises writers across processes (SQLite's write lock, a PostgreSQL advisory
+    lock), so that a check and the write it decides stay atomic on every backend."""
+
+    @property
+    def postgres(self) -> bool: ...
+
+    @property
+    def migrations(self) -> Sequence[Migration]: ...
+
+    @property
+    def errors(self) -> tuple[type[Exception], ...]:
+        """The driver's errors, which the store turns into StoreError."""
+        ...
+
+    async def open(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+    def read(self) -> AbstractAsyncContextManager[Conn]:
+        """A connection for reads outside any transaction."""
+        ...
+
+    def write(self) -> AbstractAsyncContextManager[Conn]:
+        """A write transaction: committed when the block ends, rolled back when it raises."""
+        ...
+
+    def snapshot(self) -> AbstractAsyncContextManager[Conn]:
+        """Reads that all see one state of the database."""
+        ...
+
+    def peek(self, sql: str, params: Sequence[Any]) -> list[Any] | None:
+        """A short read without a thread hand-off, when the backend can; None otherwise."""
+        ...
+
+    def location(self) -> str:
+        """Where the memories live, for people: a file path or a URL without its password."""
+        ...
+
+    async def size(self) -> int:
+        """Bytes the database takes, as far as the backend can tell."""
+        ...
