@@ -121,11 +121,13 @@ def _flag(raw: str) -> bool:
 
 def _state_keys(raw: str) -> tuple[str, ...]:
     keys = tuple(k.strip() for k in raw.split(",") if k.strip())
-    if any(len(k) < _STATE_KEY_CHARS for k in keys):
-        raise ValueError(
-            f"each key needs at least {_STATE_KEY_CHARS} characters of secret randomness "
-            "(`mcp-memory-server token` prints one)"
-        )
+    # InvalidInput, not ValueError: the caller's message would repeat the value, a secret.
+    for number, key in enumerate(keys, start=1):
+        if len(key) < _STATE_KEY_CHARS:
+            raise InvalidInput(
+                f"MCP_MEMORY_STATE_KEYS, key {number}: each key needs at least {_STATE_KEY_CHARS} characters "
+                "of secret randomness (`mcp-memory-server token` prints one)."
+            )
     return keys
 
 

@@ -25,6 +25,9 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types import CreateMessageRequestParams, CreateMessageResult, LoggingMessageNotificationParams, TextContent
 
+from mcp_memory_server.config import Config
+from mcp_memory_server.errors import InvalidInput
+
 from .http_server import Served, http_client, http_server
 
 pytestmark = pytest.mark.anyio
@@ -104,8 +107,9 @@ async def balanced(url: str, balancer: RoundRobin, token: str | None = None, **o
 async def call(client: Client, tool: str, **args: Any) -> dict[str, Any]:
     result = await client.call_tool(tool, args)
     assert not result.is_error, result.content
-    assert result.structured_content is not None
-    return result.structured_content
+    data: dict[str, Any] | None = result.structured_content
+    assert data is not None
+    return data
 
 
 async def recalled(client: Client, query: str, **args: Any) -> list[str]:
@@ -287,3 +291,17 @@ async def test_tokens_and_namespaces_hold_on_every_replica(tmp_path: Path, cache
             connection.close()
         async with http_client(b.url, ALICE) as alice:
             assert secret["id"] in await recalled(alice, "护照")
+
+
+def test_the_settings_of_stateless_mode_are_checked() -> None:
+    assert Config.from_env({}).stateless_http is False
+    assert Config.from_env({"MCP_MEMORY_STATELESS": "on"}).stateless_http is True
+    assert Config.from_env({"MCP_MEMORY_STATELESS": "0"}).stateless_http is False
+    with pytest.raises(InvalidInput, match="MCP_MEMORY_STATELESS"):
+        Config.from_env({"MCP_MEMORY_STATELESS": "sometimes"})
+    keys = Config.from_env({"MCP_MEMORY_STATE_KEYS": f"{STATE_KEY}, {ALICE}{BOB}"}).state_keys
+    assert keys == (STATE_KEY, ALICE + BOB)
+    with pytest.raises(InvalidInput, match="at least 32 characters") as refused:
+        Config.from_env({"MCP_MEMORY_STATE_KEYS": f"{STATE_KEY},short-key-1234"})
+    assert "short-key" not in str(refused.value), "a key is never repeated in a message"
+    assert STATE_KEY not in repr(Config.from_env({"MCP_MEMORY_STATE_KEYS": STATE_KEY}))
