@@ -110,6 +110,13 @@ def _serve_options(parser: argparse.ArgumentParser, defaults: bool) -> None:
         help="serve HTTP on a non-loopback address without tokens (anyone who reaches it can read and change "
         "every memory)",
     )
+    parser.add_argument(
+        "--stateless",
+        action="store_true",
+        default=d(False),
+        help="HTTP without sessions: any replica on the same database can answer any request "
+        "(default: $MCP_MEMORY_STATELESS or off)",
+    )
 
 
 _SERVE_PORT = 8765
@@ -221,6 +228,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             log_level=args.log_level,
             namespace=args.namespace,
             tokens_file=getattr(args, "tokens_file", None),
+            stateless_http=True if getattr(args, "stateless", False) else None,  # else the environment's
         )
         _configure_logging(config.log_level)
         if args.command == "stats":
@@ -261,13 +269,13 @@ def _serve(config: Config, args: argparse.Namespace) -> int:
     from .server import build_server, serve_http, serve_stdio  # imports mcp: only when serving
 
     log.info("mcp-memory-server %s, memory database: %s", __version__, config.database)
-    if args.transport == "stdio":
-        anyio.run(serve_stdio, build_server(config))
+    if args.transport == "stdio":  # one client, one session: MCP_MEMORY_STATELESS is HTTP's
+        anyio.run(serve_stdio, build_server(config.with_changes(stateless_http=False)))
         return 0
     host, port = args.host, _SERVE_PORT if args.port is None else args.port
     access = _access(config, host, args.allow_unauthenticated)
     url = f"http://{host}:{port}/mcp"
-    log.info("serving MCP over streamable HTTP at %s", url)
+    log.info("serving MCP over streamable HTTP at %s%s", url, " (stateless)" if config.stateless_http else "")
     log.info("web dashboard at http://%s:%s/ui", host, port)
     log.info(
         "try it: npx @modelcontextprotocol/inspector, then connect with transport 'Streamable HTTP' and URL %s", url

@@ -101,6 +101,10 @@ class Config:
     tokens_file: Path | None = None  # more tokens, one `namespace:token` a line (read when HTTP starts)
     allowed_hosts: tuple[str, ...] = ()  # Host headers accepted besides loopback (DNS-rebinding protection)
     max_body_bytes: int = 4 * 1024 * 1024  # largest HTTP request body
+    stateless_http: bool = False  # no MCP session between HTTP requests: replicas behind a load balancer
+    # Keys sealing a 2026-07-28 call's state between its rounds (first seals, all open): replicas
+    # share them so a round may reach another one. Empty: a random key of this process.
+    state_keys: tuple[str, ...] = field(default=(), repr=False)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Config:

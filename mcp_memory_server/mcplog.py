@@ -22,6 +22,10 @@ What reaches which client:
   `logging/setLevel`: the SDK sends a log message only for a request whose `_meta` opts in
   (`io.modelcontextprotocol/logLevel`), at that level and above. They get their requests'
   records, and the start-up backlog in answer to `server/discover`, when they opt in.
+- Stateless HTTP (`MCP_MEMORY_STATELESS`): a handshake-era client's requests may each reach
+  another replica, and none of them outlives its answer. Each request gets its own records at
+  `--log-level` and above, the backlog comes with the answer to `initialize`, records outside
+  requests reach no client, and `logging/setLevel` is refused with a message that says why.
 """
 
 # No `from __future__ import annotations`, like the other modules that use the SDK's types.
@@ -39,8 +43,9 @@ import anyio.abc
 from mcp.server.connection import Connection
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
-from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types import (
+    INVALID_REQUEST,
     LOG_LEVEL_META_KEY,
     EmptyResult,
     LoggingLevel,
@@ -59,6 +64,7 @@ __all__ = [
     "PROJECT_LOGGER",
     "QUEUED",
     "SHARED_LOGGER",
+    "STATELESS_SET_LEVEL",
     "LogRelay",
     "mcp_level",
     "python_level",
@@ -75,6 +81,11 @@ BACKLOG = 20  # records kept for clients that connect later
 QUEUED = 1000
 PER_REQUEST = 100
 _SEND_TIMEOUT = 2.0  # seconds one log message may take to reach a client before it is dropped
+STATELESS_SET_LEVEL = (
+    "logging/setLevel needs a session, and this server is stateless (MCP_MEMORY_STATELESS): the next request "
+    "may reach another replica. Each request gets its log messages at the server's level (MCP_MEMORY_LOG_LEVEL) "
+    "and above; with protocol 2026-07-28 a request chooses its own level in _meta."
+)
 _INITIALIZE_WAIT = 120.0  # seconds a connection has to initialize before it is no longer waited for
 
 # MCP's levels (RFC 5424, ascending) and the Python level each one starts at.
@@ -146,9 +157,12 @@ class _Peer:
 class LogRelay(logging.Handler):
     """`install` it on the server, `run` it while the server runs (the lifespan)."""
 
-    def __init__(self, default_level: str, default_namespace: str = "", *, private: bool = False) -> None:
+    def __init__(
+        self, default_level: str, default_namespace: str = "", *, private: bool = False, stateless: bool = False
+    ) -> None:
         super().__init__(logging.DEBUG)
         self._private = private
+        self._stateless = stateless
         self._default = python_level(default_level)
         self._namespace = default_namespace
         self._peers: dict[Connection, _Peer] = {}
@@ -260,10 +274,15 @@ class LogRelay(logging.Handler):
         connection = getattr(ctx.session, "_connection", None)
         if not isinstance(connection, Connection):
             return None
+        if self._stateless and ctx.request is not None:
+            # A connection of this request only: not kept (records outside requests would find it
+            # gone), the default level, and the backlog only for the client's `initialize`.
+            transient = _Peer(connection, self._request_namespace(ctx), self._default)
+            transient.welcome_pending = ctx.method == "initialize"
+            return transient
         peer = self._peers.get(connection)
         if peer is None:
-            namespace = request_namespace(ctx.request)
-            peer = _Peer(connection, self._namespace if namespace is None else namespace, self._default)
+            peer = _Peer(connection, self._request_namespace(ctx), self._default)
             self._peers[connection] = peer
             connection.exit_stack.callback(self._leave, connection)
             if ctx.request is not None:
@@ -273,6 +292,10 @@ class LogRelay(logging.Handler):
             elif self._tasks is not None:
                 self._tasks.start_soon(self._welcome, peer)
         return peer
+
+    def _request_namespace(self, ctx: ServerRequestContext[Any, Any]) -> str:
+        namespace = request_namespace(ctx.request)
+        return self._namespace if namespace is None else namespace
 
     def _leave(self, connection: Connection) -> None:
         if self._peers.pop(connection, None) is not None:
@@ -308,8 +331,7 @@ class LogRelay(logging.Handler):
             return []
         if ctx.request is None and opted_in:
             self._stdio_told = True
-        namespace = request_namespace(ctx.request)
-        namespace = self._namespace if namespace is None else namespace
+        namespace = self._request_namespace(ctx)
         return [e for e in self._backlog if e.namespace in (None, namespace)]
 
     async def _send_scoped(
@@ -334,6 +356,8 @@ class LogRelay(logging.Handler):
                 return
 
     async def _set_level(self, ctx: ServerRequestContext[Any, Any], params: SetLevelRequestParams) -> EmptyResult:
+        if self._stateless and ctx.request is not None:
+            raise MCPError(INVALID_REQUEST, STATELESS_SET_LEVEL)
         peer = self._peer(ctx)
         if peer is not None:
             peer.threshold = python_level(params.level)

@@ -15,6 +15,11 @@ Both protocol eras of the SDK:
   here, per connection) and get resource list changes on their connection. `initialize`
   advertises `resources.subscribe` and `resources.listChanged`.
 
+Stateless HTTP (`MCP_MEMORY_STATELESS`) has no handshake-era connection that outlives a request,
+so nothing could be delivered on one: `initialize` advertises neither `resources.subscribe` nor
+`resources.listChanged`, and `resources/subscribe` is refused with a message that says why.
+2026-07-28 listen streams work as before, each on the replica that serves it.
+
 Only this process's writes are reported; another server process on the same database tells its
 own clients about its own writes. A client hears only of its own namespace's changes: listen
 streams and handshake-era connections are tagged with the namespace of the request that opened
@@ -34,7 +39,8 @@ from mcp.server.connection import Connection
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChanged, ResourceUpdated, ServerEvent
-from mcp_types import EmptyResult, SubscribeRequestParams, UnsubscribeRequestParams
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_REQUEST, EmptyResult, SubscribeRequestParams, UnsubscribeRequestParams
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from .access import request_namespace
@@ -43,7 +49,7 @@ from .rows import memory_id
 from .store import Store
 from .tx import PROFILE_CATEGORIES
 
-__all__ = ["MARKDOWN", "PROFILE", "STATS", "Notifier", "resources_changed"]
+__all__ = ["MARKDOWN", "PROFILE", "STATELESS_SUBSCRIBE", "STATS", "Notifier", "resources_changed"]
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +59,12 @@ PROFILE = "memory://profile"
 # The profile is synthesised from these and stored as a memory of category `profile`.
 _ABOUT_THE_USER = PROFILE_CATEGORIES | {"profile"}
 _SEND_TIMEOUT = 5.0  # seconds a handshake-era client may take to accept one batch of notifications
+STATELESS_SUBSCRIBE = (
+    "resources/subscribe needs a session, and this server is stateless (MCP_MEMORY_STATELESS): the next "
+    "request may reach another replica, so no notification could follow. Read the resource again when "
+    "needed, or listen with protocol 2026-07-28 (subscriptions/listen), which hears the writes of the "
+    "replica that serves the stream."
+)
 
 
 def resources_changed(change: Change) -> tuple[bool, set[str]]:
@@ -143,8 +155,9 @@ class Notifier:
     """The server's change notifications. `install` it on the server once; `run` it while the
     lifespan's store is open."""
 
-    def __init__(self, default_namespace: str = "") -> None:
+    def __init__(self, default_namespace: str = "", *, stateless: bool = False) -> None:
         self._default = default_namespace
+        self._stateless = stateless
         # Passed to MCPServer(subscriptions=...): the bus its `subscriptions/listen` streams read.
         self.bus = _NamespacedBus()
         # Handshake-era connections; each leaves when it closes.
@@ -219,7 +232,7 @@ class Notifier:
     def _connection(self, ctx: ServerRequestContext[Any, Any]) -> Connection | None:
         """The request's connection when it is a handshake-era one (registered on first sight).
         2026-07-28 requests each get a connection of their own and are served through the bus."""
-        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS or self._stateless:
             return None
         # The SDK offers handlers no public way to the connection yet (its request context names
         # it only inside the per-request session); the connection's exit stack is where the SDK
@@ -250,10 +263,15 @@ class Notifier:
         if ctx.method == "initialize" and isinstance(result, dict):
             resources = result.get("capabilities", {}).get("resources")
             if isinstance(resources, dict):
-                resources["listChanged"] = True
+                if self._stateless:
+                    resources["subscribe"] = False  # the handler is there only to say why not
+                else:
+                    resources["listChanged"] = True
         return result
 
     async def _subscribe(self, ctx: ServerRequestContext[Any, Any], params: SubscribeRequestParams) -> EmptyResult:
+        if self._stateless:
+            raise MCPError(INVALID_REQUEST, STATELESS_SUBSCRIBE)
         connection = self._connection(ctx)
         if connection is not None:
             self._peers[connection].subscribed.add(params.uri)

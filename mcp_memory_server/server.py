@@ -4,14 +4,18 @@ assembles are the only ones that import `mcp`."""
 
 # No `from __future__ import annotations`: the SDK evaluates the lifespan's signature.
 
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import anyio
+from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import MCPServer
+from mcp.server.request_state import RequestStateSecurity
 
 from . import __version__, prompts
-from .access import Access
+from .access import Access, request_namespace
 from .app import carry_state
 from .config import Config
 from .import_tools import add_import_tools
@@ -31,15 +35,32 @@ __all__ = ["build_server", "serve_http", "serve_stdio"]
 SERVER_NAME = "mcp-memory-server"
 
 
+def request_state_security(config: Config) -> RequestStateSecurity:
+    """How the state a 2026-07-28 call carries between its rounds (the memory sieve's and the
+    profile's sampling) is sealed: under `MCP_MEMORY_STATE_KEYS`, which replicas share so that
+    a round may reach another one, else a random key of this process; and bound to the request's
+    namespace, so one token's state cannot be replayed under another."""
+    keys: list[str | bytes] = [*config.state_keys] or [os.urandom(32)]
+    return RequestStateSecurity(keys=keys, bind_principal=_namespace_principal)
+
+
+def _namespace_principal(ctx: ServerRequestContext[Any, Any]) -> str | None:
+    namespace = request_namespace(ctx.request)
+    return None if namespace is None else f"namespace:{namespace}"
+
+
 def build_server(
     config: Config, segmenter: Segmenter | None = None, access: Access | None = None, opened: Opened | None = None
 ) -> MCPServer[Spaces]:
     """A ready-to-run server; the database opens when it starts, jieba loads in the background.
     With `access` (HTTP with tokens) it serves the tokens' namespaces, each request in its own.
-    `opened` receives the open namespaces while the server runs (the dashboard of HTTP mode)."""
+    `opened` receives the open namespaces while the server runs (the dashboard of HTTP mode).
+    `config.stateless_http` is for HTTP mode only: stdio is one session by nature."""
     seg = segmenter or Segmenter(config.cache_dir)
-    notifier = Notifier(config.namespace)
-    relay = LogRelay(config.log_level, config.namespace, private=access is not None)
+    # Stateless HTTP: no handshake-era connection outlives its request (subscriptions, log levels).
+    stateless = config.stateless_http
+    notifier = Notifier(config.namespace, stateless=stateless)
+    relay = LogRelay(config.log_level, config.namespace, private=access is not None, stateless=stateless)
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[Spaces]) -> AsyncIterator[Spaces]:
@@ -71,6 +92,7 @@ def build_server(
         log_level=config.log_level,  # type: ignore[arg-type]
         middleware=[carry_state],
         subscriptions=notifier.bus,
+        request_state_security=request_state_security(config),
     )
     notifier.install(server)
     relay.install(server)

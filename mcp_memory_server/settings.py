@@ -110,6 +110,30 @@ def _non_negative_float(raw: str) -> float:
     return value
 
 
+def _flag(raw: str) -> bool:
+    value = raw.lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise ValueError("expected 1, true, yes or on (or 0, false, no, off)")
+
+
+def _state_keys(raw: str) -> tuple[str, ...]:
+    keys = tuple(k.strip() for k in raw.split(",") if k.strip())
+    # InvalidInput, not ValueError: the caller's message would repeat the value, a secret.
+    for number, key in enumerate(keys, start=1):
+        if len(key) < _STATE_KEY_CHARS:
+            raise InvalidInput(
+                f"MCP_MEMORY_STATE_KEYS, key {number}: each key needs at least {_STATE_KEY_CHARS} characters "
+                "of secret randomness (`mcp-memory-server token` prints one)."
+            )
+    return keys
+
+
+_STATE_KEY_CHARS = 32
+
+
 def _pairs(raw: str) -> dict[str, float]:
     result: dict[str, float] = {}
     for part in raw.split(","):
@@ -340,6 +364,22 @@ ENV_VARS: tuple[EnvVar, ...] = (
         _positive_int,
         str(4 * 1024 * 1024),
         "Largest HTTP request body, in bytes; larger requests are refused with 413.",
+    ),
+    EnvVar(
+        "MCP_MEMORY_STATELESS",
+        "stateless_http",
+        _flag,
+        "false",
+        "HTTP mode keeps no session between requests, so replicas on one database can answer any request.",
+    ),
+    EnvVar(
+        "MCP_MEMORY_STATE_KEYS",
+        "state_keys",
+        _state_keys,
+        "(none: a key of each process's own)",
+        "Keys sealing the state a 2026-07-28 client carries between the rounds of one call, comma-separated "
+        "(the first seals, all open); replicas need the same.",
+        secret=True,
     ),
     EnvVar(
         "MCP_MEMORY_LOG_LEVEL",

@@ -40,16 +40,39 @@ def http_app(server: MCPServer[Spaces], config: Config, access: Access | None, o
     """The ASGI app of HTTP mode: streamable HTTP at /mcp with its request-size limit and
     DNS-rebinding protection, behind the bearer-token gate when tokens are configured; with
     `opened` (which the server's lifespan fills), the dashboard at /ui over the same namespaces."""
-    app = server.streamable_http_app(
+    app: Any = server.streamable_http_app(
         streamable_http_path="/mcp",
         max_request_body_size=config.max_body_bytes,
         transport_security=transport_security(config.allowed_hosts),
+        # Stateless: every POST is served on its own, answered on its own response stream (SSE, so
+        # the request's progress and log messages still reach the client), and no request needs
+        # the replica that served the one before; json_response stays off for that reason.
+        stateless_http=config.stateless_http,
     )
+    if config.stateless_http:
+        app = _NoListenStream(app)
     if opened is not None:
         from . import dashboard  # HTTP only: stdio does not load the dashboard's modules
 
         return dashboard.beside(app, config, opened, access)
     return BearerGate(app, access) if access is not None else app
+
+
+class _NoListenStream:
+    """Stateless HTTP has no session for a GET stream to belong to: nothing would ever be sent on
+    it, and it would hold a replica's connection open. The spec's answer for an endpoint without
+    one is 405, which clients take as "no server-initiated messages" and go on."""
+
+    def __init__(self, app: Any) -> None:
+        self._app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["method"] == "GET" and scope["path"].rstrip("/") == "/mcp":
+            headers = [(b"allow", b"POST"), (b"content-length", b"0")]
+            await send({"type": "http.response.start", "status": 405, "headers": headers})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        await self._app(scope, receive, send)
 
 
 async def serve_http(
@@ -62,6 +85,11 @@ async def serve_http(
 ) -> None:
     """Serve `http_app`. uvicorn logs through the standard logging setup (stderr), not its own
     default configuration, which would print access lines to stdout."""
+    if config.stateless_http and not config.state_keys:
+        log.warning(
+            "stateless without MCP_MEMORY_STATE_KEYS: a 2026-07-28 call that asks the client's model (extract, "
+            "refresh_profile) fails when its second round reaches another replica; give every replica the same key"
+        )
     await _serve(http_app(server, config, access, opened), host, port)
 
 
