@@ -68,9 +68,9 @@ def _common(defaults: bool) -> argparse.ArgumentParser:
     parent = argparse.ArgumentParser(add_help=False)
     parent.add_argument(
         "--db",
-        metavar="PATH",
+        metavar="PATH|URL",
         default=d,
-        help="SQLite database file (default: $MCP_MEMORY_DB or the platform data dir)",
+        help="SQLite database file, or a postgresql:// URL (default: $MCP_MEMORY_DB or the platform data dir)",
     )
     parent.add_argument(
         "--namespace",

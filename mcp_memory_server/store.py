@@ -4,6 +4,7 @@ write and the in-memory BM25 index kept in step with every process's writes."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
@@ -30,6 +31,7 @@ from .tx import Tx
 __all__ = ["Store"]
 
 log = logging.getLogger(__name__)
+_NO_LOCK = contextlib.nullcontext()
 
 
 def _backend(config: Config) -> Backend:
@@ -53,6 +55,8 @@ class Store:
         # One unit of work at a time: a transaction must not see another coroutine's statements
         # run inside it (SQLite: one connection), and the in-memory index syncs one at a time.
         self._lock = anyio.Lock()
+        # The in-memory index is brought up to date (and searched) by one search at a time.
+        self._index_lock = anyio.Lock()
         self._live = LiveIndex(config, self.namespace)
         self._accesses = Accesses(self._lock, self._write_touches, lambda: self._open)
         # Told what each commit changed (this process's writes), in the writer's call: see `tell`.
@@ -132,7 +136,7 @@ class Store:
     async def snapshot(self) -> AsyncIterator[Tx]:
         """Reads that see one state of the database, whatever other processes commit meanwhile
         (an export), without holding up writers."""
-        async with self._lock:
+        async with self._lock if not self._db.postgres else _NO_LOCK:
             try:
                 async with self._db.snapshot() as conn:
                     yield self._tx(conn)
@@ -141,7 +145,9 @@ class Store:
 
     @asynccontextmanager
     async def _read(self) -> AsyncIterator[Conn]:
-        async with self._lock:
+        """A connection for reads. SQLite's one connection is the store's lock's; on PostgreSQL each
+        read has a pooled connection of its own, so reads run alongside each other and writes."""
+        async with self._lock if not self._db.postgres else _NO_LOCK:
             try:
                 async with self._db.read() as conn:
                     yield conn
@@ -212,7 +218,7 @@ class Store:
         where, args = filters(category, tags)
         # Filters are applied to the rows, so a filtered search ranks a wider pool first.
         pool = limit if not where else max(limit * 10, 500)
-        async with self._read() as conn:
+        async with self._index_lock, self._read() as conn:
             index = self._live.index or await self._live.sync(conn, None)
             for _ in range(3):
                 c = self.config
@@ -243,7 +249,7 @@ class Store:
 
     async def warm(self) -> None:
         """Build the in-memory index ahead of the first recall (the server calls this at start)."""
-        async with self._read() as conn:
+        async with self._index_lock, self._read() as conn:
             if self._live.index is None:
                 await self._live.sync(conn, None)
 
