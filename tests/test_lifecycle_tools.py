@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 import anyio
@@ -14,18 +13,15 @@ from mcp_memory_server.segmenter import Segmenter
 from mcp_memory_server.server import build_server
 from mcp_memory_server.service import MemoryService
 
+from . import rawdb
+
 pytestmark = pytest.mark.anyio
+BACKENDS = ("sqlite", "postgresql")
 LONG_AGO = "2020-01-01T00:00:00.000000Z"
 
 
 def _sql(config: Config, statement: str) -> list[tuple[Any, ...]]:
-    db = sqlite3.connect(config.db_path)
-    try:
-        rows = db.execute(statement).fetchall()
-        db.commit()
-        return rows
-    finally:
-        db.close()
+    return rawdb.rows(config, statement)
 
 
 async def test_cleanup_dry_run_then_archive_then_restore(

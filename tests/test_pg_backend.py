@@ -10,6 +10,7 @@ import anyio
 import psycopg
 import pytest
 
+from mcp_memory_server import pg
 from mcp_memory_server.cli import main
 from mcp_memory_server.config import Config
 from mcp_memory_server.database import redact_url
@@ -125,3 +126,12 @@ def test_the_cli_on_postgresql(pg_db: str, tmp_path: Path, capsys: pytest.Captur
     assert "拿到了驾照" in (tmp_path / "out.json").read_text(encoding="utf-8")
     assert main([*db, "backup", str(tmp_path / "copy.db")]) != 0
     assert "pg_dump" in capsys.readouterr().err
+
+
+def test_without_the_extra_the_error_says_what_to_install(
+    tmp_path: Path, segmenter: Segmenter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pg, "_MISSING", ImportError("No module named 'psycopg'"))
+    config = Config.from_env({}, db_path="postgresql://memory@127.0.0.1/memory", cache_dir=tmp_path)
+    with pytest.raises(StoreError, match=r"pip install 'mcp-memory-server\[postgres\]'"):
+        Store(config, segmenter)

@@ -4,7 +4,7 @@ item and field, secrets withheld, namespaces, other processes' indexes, and the 
 from __future__ import annotations
 
 import json
-import sqlite3
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -23,20 +23,29 @@ from mcp_memory_server.segmenter import Segmenter
 from mcp_memory_server.service import MemoryService
 from mcp_memory_server.store import Store
 
+from . import rawdb
+
+BACKENDS = ("sqlite", "postgresql")
 SECRETS = json.loads((Path(__file__).parent / "data" / "secrets.json").read_text(encoding="utf-8"))
 
 
-def _count(path: Path, table: str = "memories") -> int:
-    connection = sqlite3.connect(path)
-    try:
-        return int(connection.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
-    finally:
-        connection.close()
+def _count(config: Config, table: str = "memories") -> int:
+    return int(rawdb.value(config, f"SELECT count(*) FROM {table}"))
+
+
+def _source_config(config: Config) -> Config:
+    """An SQLite file of its own, whichever backend the test imports into (moving from SQLite to
+    PostgreSQL is an export and an import)."""
+    if config.db_url is None:
+        return config.with_changes(db_path=config.db_path.with_name("source.db"))
+    return Config.from_env(
+        {}, db_path=Path(tempfile.mkdtemp(dir=config.cache_dir)) / "source.db", cache_dir=config.cache_dir
+    )
 
 
 async def _source(config: Config, segmenter: Segmenter) -> str:
     """A small database with every kind of thing an export holds; its export's text."""
-    async with Store(config.with_changes(db_path=config.db_path.with_name("source.db")), segmenter) as store:
+    async with Store(_source_config(config), segmenter) as store:
         service = MemoryService(store)
         await service.remember(content="我每天早上喝一杯拿铁咖啡", category="preference", tags=["咖啡"])
         await service.remember(content="我住在杭州", category="identity", key="user.city")
@@ -88,7 +97,7 @@ async def test_taken_ids_change_and_are_reported_and_a_second_import_adds_nothin
         again = await import_file(store, text)
         assert (again.created, again.present, again.renamed) == ([], 4, {})
         assert (again.sessions_added, again.sessions_present, again.profile_edits) == (0, 1, False)
-    assert _count(config.db_path) == 6 and _count(config.db_path, "memory_archive") == 1
+    assert _count(config) == 6 and _count(config, "memory_archive") == 1
 
 
 @pytest.mark.anyio
@@ -98,7 +107,7 @@ async def test_a_key_held_here_stops_the_import(config: Config, segmenter: Segme
         await MemoryService(store).remember(content="我住在北京", category="identity", key="user.city")
         with pytest.raises(InvalidInput, match=r"memories\[1\]\.key: 'user.city' is already the key of mem_1"):
             await import_file(store, text)
-    assert _count(config.db_path) == 1 and _count(config.db_path, "sessions") == 0
+    assert _count(config) == 1 and _count(config, "sessions") == 0
 
 
 @pytest.mark.anyio
@@ -168,7 +177,7 @@ async def test_a_bad_file_is_named_precisely_and_changes_nothing(
 ) -> None:
     with pytest.raises(InvalidInput, match=message):
         await import_file(store, text)
-    assert _count(config.db_path) == 0
+    assert _count(config) == 0
 
 
 @pytest.mark.anyio
@@ -229,6 +238,7 @@ def _run(config: Config, *args: str) -> int:
     return cli.main(["--db", str(config.db_path), "--log-level", "WARNING", *args])
 
 
+@pytest.mark.sqlite_only
 def test_the_commands(config: Config, segmenter: Segmenter, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     text = anyio.run(_source, config, segmenter)
     source = config.with_changes(db_path=config.db_path.with_name("source.db"))

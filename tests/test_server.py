@@ -17,6 +17,7 @@ from mcp_memory_server.server import build_server
 from .surface import PROMPTS, TOOLS
 
 pytestmark = pytest.mark.anyio
+BACKENDS = ("sqlite", "postgresql")
 
 
 @pytest.fixture
