@@ -4,12 +4,13 @@ notifications) learn of changes without the store knowing who listens."""
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Change", "Noted", "tell"]
+__all__ = ["Change", "Noted", "decode", "encode", "tell"]
 
 log = logging.getLogger(__name__)
 
@@ -61,3 +62,34 @@ def tell(listeners: Iterable[Callable[[Change], None]], change: Change) -> None:
             listener(change)
         except Exception:
             log.exception("a change listener failed")
+
+
+_PAYLOAD_BYTES = 7000  # PostgreSQL's NOTIFY takes payloads under 8000 bytes
+
+
+def encode(change: Change, namespace: str, origin: str) -> list[str]:
+    """A change as the payloads of one or more notifications to other processes (see pg.py), its
+    memories split among them so that each stays under NOTIFY's size limit."""
+    head: dict[str, Any] = {"o": origin, "n": namespace, "c": sorted(change.categories), "e": sorted(change.sessions)}
+    head |= {"l": change.listing, "r": change.removed}
+    seqs = sorted(change.seqs)
+    room = max(_PAYLOAD_BYTES - len(json.dumps(head, ensure_ascii=False).encode()), 800) // 12  # digits and a comma
+    chunks = [seqs[i : i + room] for i in range(0, len(seqs), room)] or [[]]
+    return [json.dumps(head | {"s": chunk}, ensure_ascii=False) for chunk in chunks]
+
+
+def decode(payload: str) -> tuple[str, str, Change] | None:
+    """(origin, namespace, change) of a payload `encode` made; None for anything else."""
+    try:
+        data = json.loads(payload)
+        change = Change(
+            frozenset(int(s) for s in data["s"]),
+            frozenset(str(c) for c in data["c"]),
+            frozenset(str(e) for e in data["e"]),
+            bool(data["l"]),
+            bool(data["r"]),
+        )
+        return str(data["o"]), str(data["n"]), change
+    except (ValueError, KeyError, TypeError):
+        log.warning("ignored a change notification that is not ours: %.100s", payload)
+        return None

@@ -8,14 +8,17 @@ cannot share a statement, code asks `Backend.postgres` (or `Tx.postgres`) and sa
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 from .schema import Migration
 
-__all__ = ["Backend", "Conn", "Cursor", "is_database_url", "redact_url"]
+__all__ = ["CHANGES_CHANNEL", "Backend", "Conn", "Cursor", "is_database_url", "redact_url"]
+
+# What each commit changed, for the other processes on the same database (PostgreSQL's NOTIFY).
+CHANGES_CHANNEL = "mcp_memory_changes"
 
 _URL = re.compile(r"^postgres(?:ql)?://", re.IGNORECASE)
 _PASSWORD_PARAMETER = re.compile(r"((?:^|&)password=)[^&]*", re.IGNORECASE)
@@ -80,6 +83,11 @@ class Backend(Protocol):
         ...
 
     async def open(self) -> None: ...
+
+    def hear(self, heard: Callable[[str], None]) -> None:
+        """Call `heard` with the payload of every change another process announces, when the
+        backend can tell (PostgreSQL); SQLite cannot, and never calls it."""
+        ...
 
     async def close(self) -> None: ...
 

@@ -1,6 +1,10 @@
 """The PostgreSQL backend (`--db postgresql://...`, the `postgres` extra): psycopg 3's asyncio
 connections from one pool per database URL and process, shared by every namespace's store.
 
+Each write also tells the other processes what it changed (NOTIFY, delivered at commit), and
+one connection per process LISTENs, so that change notifications reach MCP clients whichever
+replica made the change.
+
 Writes keep SQLite's guarantee that a check and the write it decides are atomic across every
 process: each write transaction first takes one transaction-scoped advisory lock, so writers on
 all replicas take turns, as they do on one SQLite file, while readers never wait. Statements
@@ -8,9 +12,12 @@ arrive in SQLite's dialect and are rewritten by pg_sql.py; their rows come back 
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -24,7 +31,7 @@ except ImportError as missing:  # the extra is not installed
 else:
     _MISSING = None
 
-from .database import Conn, redact_url
+from .database import CHANGES_CHANNEL, Conn, redact_url
 from .errors import StoreError
 from .pg_schema import MIGRATIONS
 from .pg_sql import translate
@@ -95,31 +102,65 @@ def _arguments(parameters: Any) -> Sequence[Any] | Mapping[str, Any]:
     return list(parameters) if parameters is not None else []
 
 
+_Pool = AsyncConnectionPool[psycopg.AsyncConnection[tuple[Any, ...]]]
+Heard = Callable[[str], None]
+
+
+@dataclass
+class _Shared:
+    pool: _Pool
+    hearers: list[Heard] = field(default_factory=list)
+    listening: asyncio.Task[None] | None = None
+
+
 class _Pools:
-    """One pool per URL in this process, opened by the first store and closed by the last."""
+    """One pool per URL in this process, opened by the first store and closed by the last, with
+    one connection that LISTENs for the changes other processes commit and tells every store."""
 
     def __init__(self) -> None:
-        self._open: dict[str, tuple[AsyncConnectionPool[psycopg.AsyncConnection[tuple[Any, ...]]], int]] = {}
+        self._open: dict[str, _Shared] = {}
 
-    async def take(self, url: str) -> AsyncConnectionPool[psycopg.AsyncConnection[tuple[Any, ...]]]:
-        if url in self._open:
-            pool, users = self._open[url]
-            self._open[url] = (pool, users + 1)
-            return pool
-        pool = AsyncConnectionPool(
-            url, min_size=1, max_size=POOL_SIZE, open=False, kwargs={"autocommit": True}, name="mcp-memory"
-        )
-        await pool.open(wait=True, timeout=10)
-        self._open[url] = (pool, 1)
-        return pool
+    async def take(self, url: str, heard: Heard) -> _Pool:
+        shared = self._open.get(url)
+        if shared is None:
+            pool: _Pool = AsyncConnectionPool(
+                url, min_size=1, max_size=POOL_SIZE, open=False, kwargs={"autocommit": True}, name="mcp-memory"
+            )
+            await pool.open(wait=True, timeout=10)
+            shared = self._open[url] = _Shared(pool)
+            shared.listening = asyncio.create_task(_listen(url, shared.hearers), name="mcp-memory-listen")
+        shared.hearers.append(heard)
+        return shared.pool
 
-    async def give_back(self, url: str) -> None:
-        pool, users = self._open[url]
-        if users > 1:
-            self._open[url] = (pool, users - 1)
+    async def give_back(self, url: str, heard: Heard) -> None:
+        shared = self._open[url]
+        shared.hearers.remove(heard)
+        if shared.hearers:
             return
         del self._open[url]
-        await pool.close()
+        if shared.listening is not None:
+            shared.listening.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await shared.listening
+        await shared.pool.close()
+
+
+async def _listen(url: str, hearers: list[Heard]) -> None:
+    """Hear CHANGES_CHANNEL until cancelled, reconnecting with back-off; what arrives while the
+    connection is down is missed (notifications are advisory: searches read the change log)."""
+    delay = 0.5
+    while True:
+        try:
+            async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+                await conn.execute(f"LISTEN {CHANGES_CHANNEL}")
+                delay = 0.5
+                async for note in conn.notifies():
+                    for heard in list(hearers):
+                        heard(note.payload)
+        except (psycopg.Error, OSError) as exc:
+            log.warning("cannot hear other processes' changes (%s); trying again in %.1f s", exc, delay)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 30.0)
 
 
 _POOLS = _Pools()
@@ -141,19 +182,27 @@ class PgBackend:
         # How long a write waits for other writers' turns before it gives up, as SQLite's
         # BEGIN IMMEDIATE retries do.
         self._lock_timeout_ms = busy_timeout_ms * 8
-        self._pool: AsyncConnectionPool[psycopg.AsyncConnection[tuple[Any, ...]]] | None = None
+        self._pool: _Pool | None = None
+        self._hearers: list[Heard] = []
         self.errors: tuple[type[Exception], ...] = (psycopg.Error,)
 
     async def open(self) -> None:
         try:
-            self._pool = await _POOLS.take(self._url)
+            self._pool = await _POOLS.take(self._url, self._heard)
         except Exception as exc:  # psycopg_pool.PoolTimeout, psycopg.Error, a bad URL
             raise StoreError(f"cannot open the memory database at {self.location()}: {exc}") from exc
 
     async def close(self) -> None:
         if self._pool is not None:
             self._pool = None
-            await _POOLS.give_back(self._url)
+            await _POOLS.give_back(self._url, self._heard)
+
+    def hear(self, heard: Heard) -> None:
+        self._hearers.append(heard)
+
+    def _heard(self, payload: str) -> None:
+        for heard in self._hearers:
+            heard(payload)
 
     @asynccontextmanager
     async def _connection(self) -> AsyncIterator[PgConn]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import random
 import sqlite3
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -71,6 +71,9 @@ class SqliteBackend:
         except (sqlite3.Error, OSError) as exc:
             await self.close()
             raise StoreError(f"cannot open the memory database at {path}: {exc}") from exc
+
+    def hear(self, heard: Callable[[str], None]) -> None:
+        """Other processes' changes cannot be heard on SQLite (searches read the change log)."""
 
     async def close(self) -> None:
         if self._peeker is not None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
@@ -14,9 +15,9 @@ from typing import Any
 
 import anyio
 
-from .changeset import Change, tell
+from .changeset import Change, decode, encode, tell
 from .config import Config
-from .database import Backend, Conn
+from .database import CHANGES_CHANNEL, Backend, Conn
 from .errors import StoreError
 from .keyword_query import KeywordQuery
 from .live_index import LiveIndex
@@ -61,6 +62,9 @@ class Store:
         self._accesses = Accesses(self._lock, self._write_touches, lambda: self._open)
         # Told what each commit changed (this process's writes), in the writer's call: see `tell`.
         self.on_change: list[Callable[[Change], None]] = []
+        # Which store announced a change (other processes', on PostgreSQL, are heard too).
+        self._origin = uuid.uuid4().hex
+        self._db.hear(self._heard)
 
     async def __aenter__(self) -> Store:
         await self.open()
@@ -69,9 +73,11 @@ class Store:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    @property
-    def postgres(self) -> bool:
-        return self._db.postgres
+    def _heard(self, payload: str) -> None:
+        """Another store's commit (another process on PostgreSQL): told to this one's listeners."""
+        heard = decode(payload)
+        if heard is not None and heard[0] != self._origin and heard[1] == self.namespace:
+            tell(self.on_change, heard[2])
 
     async def open(self) -> None:
         await self._db.open()
@@ -127,6 +133,9 @@ class Store:
                 async with self._db.write() as conn:
                     tx = self._tx(conn)
                     yield tx
+                    if self._db.postgres and (change := tx.change) is not None:  # delivered at commit
+                        for payload in encode(change, self.namespace, self._origin):
+                            await conn.execute("SELECT pg_notify(?, ?)", (CHANGES_CHANNEL, payload))
             except self._db.errors as exc:
                 raise StoreError(f"the write failed and was rolled back: {exc}") from exc
         if (change := tx.change) is not None:

@@ -24,7 +24,7 @@ from mcp_types import ResourceListChangedNotification, ResourceUpdatedNotificati
 from mcp_types.jsonrpc import JSONRPCNotification, JSONRPCRequest
 
 from mcp_memory_server import archive
-from mcp_memory_server.changeset import Change
+from mcp_memory_server.changeset import Change, decode, encode
 from mcp_memory_server.config import Config
 from mcp_memory_server.errors import InvalidInput
 from mcp_memory_server.notify import MARKDOWN, PROFILE, STATS
@@ -330,3 +330,37 @@ async def test_over_stdio(tmp_path: Path, cache_dir: Path, mode: str) -> None:
                 await call(client, "remember", content="Prefers tabs over spaces", category="coding_style")
                 expected = {ResourcesListChanged(), ResourceUpdated(uri=memory(1)), *_stats()}
                 assert await events_until_stats(sub) == expected
+
+
+async def test_on_postgresql_a_change_made_by_another_process_is_announced(
+    pg_db: str, cache_dir: Path, segmenter: Segmenter
+) -> None:
+    """Two servers on one PostgreSQL database (two replicas): a client subscribed on one hears what
+    a client of the other wrote, carried by NOTIFY at commit; a write that rolls back says nothing."""
+    config = Config.from_env({}, db_path=pg_db, cache_dir=cache_dir)
+    inbox = Inbox()
+    async with (
+        Client(build_server(config, segmenter), mode="legacy") as writer,
+        Client(build_server(config, segmenter), mode="legacy", message_handler=inbox) as watcher,
+    ):
+        await subscribe(watcher, memory(1), STATS)
+        await call(
+            writer, "remember", content="我每天早上喝一杯拿铁咖啡 / a latte every morning", category="preference"
+        )
+        await inbox.settle()
+        assert inbox.take() == (1, [memory(1)])
+        refused = await writer.call_tool("forget", {"ids": []})
+        assert refused.is_error
+        await call(writer, "remember", content="The office moved to building 5", category="fact")
+        await inbox.settle()
+        assert inbox.take() == (1, [])  # mem_2: listed, but not subscribed to
+
+
+def test_a_large_change_is_split_into_payloads_postgresql_accepts() -> None:
+    change = Change(frozenset(range(1, 5001)), frozenset({"fact", "偏好"}), frozenset({"会话-1"}), True, False)
+    payloads = encode(change, "alice", "origin-1")
+    assert len(payloads) > 1 and all(len(p.encode()) < 8000 for p in payloads)
+    decoded = [decode(p) for p in payloads]
+    assert all(d is not None and d[:2] == ("origin-1", "alice") for d in decoded)
+    assert set().union(*(d[2].seqs for d in decoded if d is not None)) == change.seqs
+    assert decode("not ours") is None
