@@ -29,7 +29,7 @@ from .rows import COLUMNS, iso, row_to_memory, utcnow
 from .store import Store
 from .tokens import fingerprint
 from .tx import Tx
-from .validate import screen
+from .validate import clean, screen
 
 __all__ = [
     "FIELDS",
@@ -336,7 +336,7 @@ Edit = Literal["add", "remove", "set"]
 async def edit_profile(store: Store, field: str, action: Edit, text: str) -> Profile:
     """A manual edit: add an item to a list field or remove one (by its text), or set the summary
     or the language preferences. Kept apart from the synthesis, so it survives every refresh."""
-    text = " ".join(text.split())
+    text = " ".join(clean(text).split())  # control characters out, as from memories
     if not text or len(text) > 500:
         raise InvalidInput("text must be 1-500 characters.")
     if action != "remove":  # secrets are withheld as from memories (a remove names a stored text)

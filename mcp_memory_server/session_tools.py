@@ -36,6 +36,7 @@ from .sieve import MAX_TOKENS, ExtractResult, Sieve
 from .spaces import Spaces
 from .strategy import Emotion
 from .validate import MAX_SESSION_CHARS
+from .validate import session_id as validate_session_id
 
 __all__ = ["add_session_tools"]
 
@@ -79,6 +80,7 @@ async def _extract(
 ) -> ExtractResult:
     sieve = state(ctx).sieve
     client = client_name(ctx)
+    session_id = validate_session_id(session_id)  # control characters out, as everywhere
     if isinstance(deep, CreateMessageResult):  # modern protocol, second round: the model answered
         prepared = await sieve.resume(user_message, assistant_message, session_id)
         if prepared is None:  # the pending run is gone (pruned, or another call settled it)

@@ -94,7 +94,7 @@ class Sessions:
         store = self.service.store
         async with store.transaction() as tx:
             merged = _merged(await tx.session_variables(sid), variables) if variables else None
-            cleaned = topic.strip() if topic is not None else None
+            cleaned = validate.clean(topic) if topic is not None else None
             await tx.update_session(
                 sid, now, topic=cleaned or None, emotion=choice.emotion if reported else None, variables=merged
             )

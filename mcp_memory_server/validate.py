@@ -53,18 +53,18 @@ def quoted(value: str, limit: int = 60) -> str:
     return f"{value[:limit]!r}... ({len(value):,} characters)"
 
 
-def _clean(value: str) -> str:
+def clean(value: str) -> str:
     """Control characters out (NUL included), surrounding whitespace trimmed; text otherwise kept."""
     return _CONTROL.sub("", value).strip()
 
 
 def is_blank(value: str) -> bool:
     """Whether nothing is left of `value` once control characters and surrounding spaces go."""
-    return not _clean(value)
+    return not clean(value)
 
 
 def text(value: str, *, field: str, limit: int) -> str:
-    cleaned = _clean(value)
+    cleaned = clean(value)
     if not cleaned:
         raise InvalidInput(f"{field} is empty once control characters and surrounding spaces are removed.")
     if len(cleaned) > limit:
@@ -90,7 +90,7 @@ def category(value: str) -> str:
 def key(value: str | None) -> str | None:
     if value is None:
         return None
-    cleaned = _clean(value)
+    cleaned = clean(value)
     if not cleaned:
         return None
     if len(cleaned) > MAX_KEY_CHARS:
@@ -100,7 +100,7 @@ def key(value: str | None) -> str | None:
 
 @functools.lru_cache(maxsize=256)
 def source(value: str) -> Source:
-    name = _clean(value).lower()
+    name = clean(value).lower()
     name = SOURCE_ALIASES.get(name, name)
     if name not in _SOURCES:
         raise InvalidInput(f"source {quoted(value)} is not one of {', '.join(_SOURCES)}.")
@@ -117,7 +117,7 @@ def tags(values: Iterable[str] | None, config: Config) -> tuple[str, ...]:
     """Trimmed, lower-cased, de-duplicated; at most `max_tags` of at most `max_tag_chars` each."""
     result: list[str] = []
     for raw in values or ():
-        tag = " ".join(normalize(_clean(raw)).lower().split())
+        tag = " ".join(normalize(clean(raw)).lower().split())
         if not tag:
             continue
         if len(tag) > config.max_tag_chars:
@@ -132,7 +132,7 @@ def tags(values: Iterable[str] | None, config: Config) -> tuple[str, ...]:
 def session_id(value: str | None) -> str | None:
     if value is None:
         return None
-    cleaned = _clean(value)
+    cleaned = clean(value)
     if not cleaned:
         return None
     if len(cleaned) > MAX_SESSION_CHARS:
@@ -154,7 +154,7 @@ def page(limit: int, config: Config) -> int:
 
 def client_name(value: str | None) -> str | None:
     """The MCP client's name as it reported it, cut to 100 characters (it is only shown)."""
-    return _clean(value)[:100] or None if value else None
+    return clean(value)[:100] or None if value else None
 
 
 def unit(value: float, field: str) -> float:

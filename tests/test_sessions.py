@@ -10,6 +10,7 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
+from mcp_memory_server import profiles
 from mcp_memory_server.config import Config
 from mcp_memory_server.errors import InvalidInput, NotFound
 from mcp_memory_server.segmenter import Segmenter
@@ -172,3 +173,13 @@ async def test_the_session_topic_reaches_recall_through_the_tools(client: Client
         await client.read_resource("memory://sessions/unknown")
     refused = await client.call_tool("update_session", {"session_id": "c1", "emotion": {"primary": "sad"}})
     assert refused.is_error  # confidence is required
+
+
+async def test_control_characters_never_reach_the_database(service: MemoryService) -> None:
+    """A NUL (which PostgreSQL's text cannot hold) or another control character in a topic, a
+    session id or a profile edit is taken out, the same on both backends."""
+    sessions = Sessions(service)
+    result = await sessions.update("会话\x00-1", topic="咖啡\x00豆 beans\x07")
+    assert result.session.session_id == "会话-1" and result.session.current_topic == "咖啡豆 beans"
+    edited = await profiles.edit_profile(service.store, "domains", "add", "后端\x00开发 back\x1bend")
+    assert "后端开发 backend" in [d.text for d in edited.domains]
