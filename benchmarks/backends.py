@@ -3,7 +3,7 @@ real stdio server), write throughput (remember one call at a time, bulk import) 
 writers (server processes writing at once, as replicas or several clients would).
 
     python -m benchmarks.backends [--backend sqlite|postgresql|both] [--sizes 10000,100000]
-                                  [--queries 200] [--writers 4,8] [--writes 100] [--durable]
+                                  [--queries 200] [--writers 4,8] [--writes 100] [--durable] [--near]
 
 PostgreSQL is a throwaway cluster started by the tests' own helper (tests/pg_server.py: Debian's
 server binaries, initdb into a temporary directory, loopback only), with the tests' settings:
@@ -16,6 +16,12 @@ questions and MemoryBank user messages); access tracking is on, written after ea
 Concurrent writers: each writer is an installed `mcp-memory-server` process over stdio, on a fresh
 database, writing its share of distinct conversation turns with `remember`, one call after
 another, all writers at once; the clock starts when every writer has answered a first call.
+
+--near compares the near-duplicate check of `remember`, which differs by backend (FTS5 bm25 on
+SQLite, the GIN tsvector index ranked by ts_rank on PostgreSQL, 10 candidates each, then the same
+bigram similarity): a store of the Chinese set's labelled memories, the MemoryBank turns and 2,000
+LoCoMo turns (bulk import), then two reworded copies of each labelled memory and of 300 LoCoMo
+turns written with `remember`; the answers (merged into which memory, or created) are compared.
 """
 
 from __future__ import annotations
@@ -46,6 +52,7 @@ from mcp_memory_server.service import MemoryService
 from mcp_memory_server.store import Store
 from tests import pg_server
 
+from .data import chinese, locomo_turns, memorybank_turns
 from .latency import _corpus, _pct, _queries, segmenter_cache
 
 REMEMBERED = 300  # memories written one call at a time before the bulk import, as benchmarks.latency
@@ -165,6 +172,34 @@ async def concurrent_writers(db: str, writers: int, writes: int) -> dict[str, fl
     }
 
 
+def _near_data() -> tuple[list[tuple[str, str, str]], list[tuple[str, str, str]]]:
+    """(id, text, category) to import, and (id of the original, reworded text, category) to remember:
+    one character added at the end, and the last two characters (Chinese) or word (English) dropped."""
+    labelled = [m for corpus in chinese() for m in corpus.memories if not m[0].startswith("mb")]
+    english = [(f"lc{i}", text, "fact") for i, text in enumerate(locomo_turns()[:2000])]
+    base = labelled + [(f"mb{i}", f"{q} {r}", "context") for i, (q, r) in enumerate(memorybank_turns())] + english
+    variants = []
+    for mid, text, category in labelled:
+        variants += [(mid, text + "呀", category), (mid, text[:-2], category)]
+    for mid, text, category in english[:300]:
+        variants += [(mid, text + " indeed", category), (mid, text.rsplit(" ", 1)[0], category)]
+    return base, variants
+
+
+async def near_duplicates(db: str, segmenter: Segmenter) -> list[tuple[str, str]]:
+    """For each reworded copy: remember's action and the original it landed on ("" if created)."""
+    base, variants = _near_data()
+    async with Store(_config(db), segmenter) as store:
+        service = MemoryService(store)
+        ours = await service.import_memories([{"content": t[:2000], "category": c} for _, t, c in base])
+        corpus_id = dict(zip(ours, (m[0] for m in base), strict=True))
+        answers = []
+        for _, text, category in variants:
+            result = await service.remember(content=text[:2000], category=category)
+            answers.append((result.action, corpus_id.get(result.id, "")))
+    return answers
+
+
 @contextlib.asynccontextmanager
 async def backends(choice: str, durable: bool) -> AsyncIterator[list[Backend]]:
     with contextlib.ExitStack() as stack:
@@ -204,15 +239,18 @@ def machine_line(chosen: list[Backend]) -> str:
 async def run(args: argparse.Namespace) -> None:
     segmenter = Segmenter(Path(segmenter_cache()))
     await segmenter.wait()
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    writer_counts = [int(w) for w in args.writers.split(",") if w]
     async with backends(args.backend, args.durable) as chosen:
         print(machine_line(chosen), flush=True)
-        print()
-        print(
-            "| memories | backend | recall in-process p50 / p95 | recall stdio p50 / p95 | first recall |"
-            f" remember / s ({REMEMBERED}, created) | bulk import / s | database |"
-        )
-        print("|---|---|---|---|---|---|---|---|")
-        for size in (int(s) for s in args.sizes.split(",") if s):
+        if sizes:
+            print()
+            print(
+                "| memories | backend | recall in-process p50 / p95 | recall stdio p50 / p95 | first recall |"
+                f" remember / s ({REMEMBERED}, created) | bulk import / s | database |"
+            )
+            print("|---|---|---|---|---|---|---|---|")
+        for size in sizes:
             for backend in chosen:
                 with backend.fresh(f"size-{size}") as db:
                     r = await load_and_recall(db, size, args.queries, segmenter)
@@ -223,10 +261,11 @@ async def run(args: argparse.Namespace) -> None:
                     f" {r['db_mb']:.0f} MB |",
                     flush=True,
                 )
-        print()
-        print("| writers × remember calls | backend | calls / s, all writers | call p50 / p95 | created |")
-        print("|---|---|---|---|---|")
-        for writers in (int(w) for w in args.writers.split(",") if w):
+        if writer_counts:
+            print()
+            print("| writers × remember calls | backend | calls / s, all writers | call p50 / p95 | created |")
+            print("|---|---|---|---|---|")
+        for writers in writer_counts:
             for backend in chosen:
                 with backend.fresh(f"writers-{writers}") as db:
                     w = await concurrent_writers(db, writers, args.writes)
@@ -235,6 +274,27 @@ async def run(args: argparse.Namespace) -> None:
                     f" {w['p50']:.1f} / {w['p95']:.1f} ms | {w['created']:.0f} of {w['calls']:.0f} |",
                     flush=True,
                 )
+        if args.near:
+            await compare_near(chosen, segmenter)
+
+
+async def compare_near(chosen: list[Backend], segmenter: Segmenter) -> None:
+    _, variants = _near_data()
+    answers = {}
+    for backend in chosen:
+        with backend.fresh("near") as db:
+            answers[backend.name] = await near_duplicates(db, segmenter)
+    print()
+    for name, found in answers.items():
+        actions = Counter(action for action, _ in found)
+        right = sum(1 for (action, target), (mid, _, _) in zip(found, variants, strict=True) if target == mid)
+        print(f"near-duplicates, {name}: {dict(actions)} of {len(found)}; merged into their own original: {right}")
+    (first, a), *others = answers.items()
+    for name, b in others:
+        differ = [i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y]
+        print(f"{name} against {first}: the same answer for {len(a) - len(differ)} of {len(a)}")
+        for i in differ[:10]:
+            print(f"  {variants[i][0]} {variants[i][1][:60]!r}: {first} {a[i]}, {name} {b[i]}")
 
 
 def main() -> None:
@@ -245,6 +305,7 @@ def main() -> None:
     parser.add_argument("--writers", default="4,8", help="numbers of concurrent writer processes")
     parser.add_argument("--writes", type=int, default=100, help="remember calls per writer")
     parser.add_argument("--durable", action="store_true", help="also PostgreSQL with fsync on (its defaults)")
+    parser.add_argument("--near", action="store_true", help="also compare remember's near-duplicate merges")
     anyio.run(run, parser.parse_args())
 
 
