@@ -3,6 +3,12 @@
     python -m benchmarks.retrieval [--dataset locomo|chinese|all] [--retrievers ours,stdio,fts5,trigram,official]
                                    [--corpora N] [--json FILE]
 
+`ours` and `stdio` take suffixes: `-pg` stores the corpus in PostgreSQL (a throwaway cluster of
+tests/pg_server.py, one new database per store) instead of an SQLite file, `-remember` writes it
+with one `remember` call per memory (near-duplicates merged, as a client's writes would be)
+instead of the bulk import; e.g. `--retrievers ours,ours-pg,ours-remember,ours-pg-remember`.
+When a retriever and its `-pg` twin both run, the queries whose top 10 differ are counted.
+
 Recall@k is the share of a query's relevant memories found in the top k, averaged over queries;
 NDCG@10 uses binary gains; MRR@10 is the reciprocal rank of the first relevant hit. Latency is
 per query, around the search call only.
@@ -11,6 +17,7 @@ per query, around the search call only.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import platform
@@ -18,6 +25,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -25,6 +33,9 @@ from mcp_memory_server.segmenter import Segmenter
 
 from .data import Corpus, Query, chinese, locomo
 from .retrievers import OfficialRetriever, OursInProcess, OursStdio, PlainFts5, Retriever, TrigramFts5
+
+if TYPE_CHECKING:
+    from tests.pg_server import PgServer
 
 K = 10
 
@@ -36,6 +47,7 @@ class Scores:
     ndcg: list[float] = field(default_factory=list)
     mrr: list[float] = field(default_factory=list)
     latency: list[float] = field(default_factory=list)
+    rankings: dict[str, tuple[str, ...]] = field(default_factory=dict)  # query id -> top K (group "all")
 
     def add(self, ranked: Sequence[str], relevant: frozenset[str], seconds: float) -> None:
         self.r5.append(len(set(ranked[:5]) & relevant) / len(relevant))
@@ -78,9 +90,32 @@ async def evaluate(make: Callable[[], Retriever], corpora: Sequence[Corpus]) -> 
                 elapsed = time.perf_counter() - started
                 for group in ("all", query.group):
                     scores[group].add(ranked, query.relevant, elapsed)
+                scores["all"].rankings[query.id] = tuple(ranked[:K])
         finally:
             await retriever.close()
+        if getattr(retriever, "remember", False):
+            print(f"({name}, {corpus.name}: remember answered {dict(getattr(retriever, 'actions', {}))})")
     return name, scores
+
+
+def agreement(results: Sequence[tuple[str, dict[str, Scores]]]) -> list[str]:
+    """For each retriever run on PostgreSQL next to its SQLite twin: how many queries got the same
+    top K, the same top-K set, and the first few that did not."""
+    by_name = dict(results)
+    lines = []
+    for name, scores in results:
+        twin = name.replace(", PostgreSQL", "")
+        if twin == name or twin not in by_name:
+            continue
+        ours, theirs = scores["all"].rankings, by_name[twin]["all"].rankings
+        same = [q for q in ours if ours[q] == theirs.get(q)]
+        same_set = [q for q in ours if set(ours[q]) == set(theirs.get(q, ()))]
+        differ = [q for q in ours if ours[q] != theirs.get(q)]
+        lines.append(
+            f"{name} against {twin}: the same top {K} for {len(same)} of {len(ours)} queries, the same top-{K}"
+            f" set for {len(same_set)}; differing: {', '.join(differ[:8]) or 'none'}"
+        )
+    return lines
 
 
 def _table(title: str, results: list[tuple[str, dict[str, Scores]]], groups: Sequence[str]) -> str:
@@ -102,15 +137,24 @@ def _table(title: str, results: list[tuple[str, dict[str, Scores]]], groups: Seq
     return "\n".join(lines)
 
 
-def _factories(names: Sequence[str], segmenter: Segmenter) -> list[Callable[[], Retriever]]:
-    known: dict[str, Callable[[], Retriever]] = {
-        "ours": lambda: OursInProcess(segmenter),
-        "stdio": lambda: OursStdio(segmenter),
-        "fts5": PlainFts5,
-        "trigram": TrigramFts5,
-    }
-    factories = []
+def _factories(names: Sequence[str], segmenter: Segmenter, server: PgServer | None) -> list[Callable[[], Retriever]]:
+    known: dict[str, Callable[[], Retriever]] = {"fts5": PlainFts5, "trigram": TrigramFts5}
+    factories: list[Callable[[], Retriever]] = []
     for name in names:
+        base, *options = name.split("-")
+        if base in ("ours", "stdio"):
+            if set(options) - {"pg", "remember"}:
+                raise SystemExit(f"unknown retriever {name!r}: ours and stdio take -pg and -remember")
+            kind = OursInProcess if base == "ours" else OursStdio
+            pg, remember = server if "pg" in options else None, "remember" in options
+
+            def make(
+                kind: type[OursInProcess | OursStdio] = kind, pg: PgServer | None = pg, r: bool = remember
+            ) -> Retriever:
+                return kind(segmenter, server=pg, remember=r)
+
+            factories.append(make)
+            continue
         if name == "official":
             try:
                 from .official import OfficialServer
@@ -140,15 +184,26 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
         corpora = chinese()[: args.corpora]
         kinds = sorted({q.group for c in corpora for q in c.queries})
         datasets.append(("Chinese", corpora, ["all", *kinds]))
-    for title, corpora, groups in datasets:
-        results = []
-        for make in _factories(names, segmenter):
-            results.append(await evaluate(make, corpora))
-        queries = sum(len(c.queries) for c in corpora)
-        memories = sum(len(c.memories) for c in corpora)
-        print(_table(f"{title}: {len(corpora)} stores, {memories:,} memories, {queries:,} queries", results, groups))
-        print()
-        report[title] = {name: {g: s.row() for g, s in scores.items()} for name, scores in results}
+    with contextlib.ExitStack() as stack:
+        server = None
+        if any("-pg" in name for name in names):
+            from tests import pg_server  # the tests' throwaway cluster (fsync off)
+
+            server = stack.enter_context(pg_server.running())
+            report["postgresql"] = server.url().rsplit("/", 1)[0] + " (tests/pg_server.py, fsync off)"
+        for title, corpora, groups in datasets:
+            results = []
+            for make in _factories(names, segmenter, server):
+                results.append(await evaluate(make, corpora))
+            queries = sum(len(c.queries) for c in corpora)
+            memories = sum(len(c.memories) for c in corpora)
+            title = f"{title}: {len(corpora)} stores, {memories:,} memories, {queries:,} queries"
+            print(_table(title, results, groups))
+            print()
+            for line in agreement(results):
+                print(line)
+            print()
+            report[title.split(":")[0]] = {name: {g: s.row() for g, s in scores.items()} for name, scores in results}
     return report
 
 

@@ -3,15 +3,17 @@ baselines. Each indexes one corpus, then answers queries with a ranked list of m
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
 import sqlite3
 import sys
 import tempfile
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
@@ -20,6 +22,9 @@ from mcp_memory_server.config import Config
 from mcp_memory_server.segmenter import Segmenter
 from mcp_memory_server.service import MemoryService
 from mcp_memory_server.store import Store
+
+if TYPE_CHECKING:
+    from tests.pg_server import PgServer
 
 Memories = Sequence[tuple[str, str, str]]
 
@@ -35,29 +40,61 @@ class Retriever(Protocol):
 
 
 class _OursBase:
-    """Loads a corpus into a fresh database through the service's bulk import."""
+    """Loads a corpus into a fresh database through the service's bulk import (or, with
+    `remember=True`, one `remember` call per memory, near-duplicate merging included): an SQLite
+    file, or a new database of `server` (a PostgreSQL cluster of tests/pg_server.py)."""
 
-    def __init__(self, segmenter: Segmenter, config_changes: dict[str, object] | None = None) -> None:
+    via = ""  # how the retriever is reached: "in-process" or "stdio"
+
+    def __init__(
+        self,
+        segmenter: Segmenter,
+        config_changes: dict[str, object] | None = None,
+        server: PgServer | None = None,
+        remember: bool = False,
+    ) -> None:
         self.segmenter = segmenter
         self.config_changes = config_changes or {}
+        self.server = server
+        self.remember = remember
         self.tmp = Path(tempfile.mkdtemp(prefix="mms-bench-"))
-        self.ids: dict[str, str] = {}  # our memory id -> corpus id
+        self.stack = contextlib.ExitStack()
+        self.db = str(self.tmp / "bench.db")
+        self.ids: dict[str, list[str]] = {}  # our memory id -> the corpus ids stored as it
+        self.actions: Counter[str] = Counter()  # remember's answers, with remember=True
+        extras = [", PostgreSQL" if server is not None else "", ", remembered one by one" if remember else ""]
+        self.name = f"ours ({self.via}{''.join(extras)})"
 
     def config(self) -> Config:
-        base = Config.from_env({}, db_path=self.tmp / "bench.db", cache_dir=self.segmenter_cache())
+        base = Config.from_env({}, db_path=self.db, cache_dir=self.segmenter_cache())
         return base.with_changes(**self.config_changes) if self.config_changes else base
 
     def segmenter_cache(self) -> Path:
         return Path(os.environ.get("MCP_MEMORY_CACHE_DIR", Path(tempfile.gettempdir()) / "mms-bench-cache"))
 
     async def load(self, memories: Memories) -> None:
+        if self.server is not None:
+            self.db = self.stack.enter_context(self.server.database())
         async with Store(self.config(), self.segmenter) as store:
-            ours = await MemoryService(store).import_memories(
-                [{"content": text[:2000], "category": category} for _, text, category in memories]
-            )
-        self.ids = dict(zip(ours, (m[0] for m in memories), strict=True))
+            service = MemoryService(store)
+            if self.remember:
+                ours = []
+                for _, text, category in memories:
+                    result = await service.remember(content=text[:2000], category=category)
+                    self.actions[result.action] += 1
+                    ours.append(result.id)
+            else:
+                ours = await service.import_memories(
+                    [{"content": text[:2000], "category": category} for _, text, category in memories]
+                )
+        for our_id, (corpus_id, _, _) in zip(ours, memories, strict=True):
+            self.ids.setdefault(our_id, []).append(corpus_id)
+
+    def corpus_ids(self, our_ids: Sequence[str]) -> list[str]:
+        return [corpus_id for our_id in our_ids for corpus_id in self.ids[our_id]]
 
     async def close(self) -> None:
+        self.stack.close()
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
@@ -65,6 +102,7 @@ class OursInProcess(_OursBase):
     """The default retriever through the same service function the `recall` tool calls."""
 
     name = "ours (in-process)"
+    via = "in-process"
 
     async def open(self, memories: Memories) -> None:
         await self.load(memories)
@@ -74,7 +112,7 @@ class OursInProcess(_OursBase):
 
     async def search(self, query: str, k: int) -> list[str]:
         result = await self.service.recall(query=query[:2000], limit=k)
-        return [self.ids[h.id] for h in result.hits]
+        return self.corpus_ids([h.id for h in result.hits])
 
     async def close(self) -> None:
         await self.store.close()
@@ -85,6 +123,7 @@ class OursStdio(_OursBase):
     """The installed server as a stdio subprocess, queried through the real `recall` tool."""
 
     name = "ours (stdio)"
+    via = "stdio"
 
     async def open(self, memories: Memories) -> None:
         await self.load(memories)
@@ -92,7 +131,7 @@ class OursStdio(_OursBase):
         assert command, "install the package first"
         env = {
             **os.environ,
-            "MCP_MEMORY_DB": str(self.config().db_path),
+            "MCP_MEMORY_DB": self.db,
             "MCP_MEMORY_CACHE_DIR": str(self.segmenter_cache()),
             "MCP_MEMORY_LOG_LEVEL": "ERROR",
         }
@@ -102,7 +141,7 @@ class OursStdio(_OursBase):
     async def search(self, query: str, k: int) -> list[str]:
         result = await self.client.call_tool("recall", {"query": query[:2000], "limit": k})
         assert not result.is_error and result.structured_content is not None, result.content
-        return [self.ids[h["id"]] for h in result.structured_content["hits"]]
+        return self.corpus_ids([h["id"] for h in result.structured_content["hits"]])
 
     async def close(self) -> None:
         await self.client.__aexit__(None, None, None)

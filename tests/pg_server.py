@@ -32,12 +32,11 @@ DATABASE = "memory"
 RUN_AS = "postgres"  # the system user the cluster runs as when the tests run as root
 _TIMEOUT = 60  # seconds for initdb, start or stop
 # Test settings: durability is not wanted in a cluster that is thrown away (fsync off and friends),
-# and a small footprint on a shared machine.
+# and a small footprint on a shared machine. `durable=True` (benchmarks) keeps PostgreSQL's own
+# defaults for the first three instead: fsync at every commit.
+_NOT_DURABLE = {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"}
 _SETTINGS = {
     "listen_addresses": "'127.0.0.1'",
-    "fsync": "off",
-    "synchronous_commit": "off",
-    "full_page_writes": "off",
     "shared_buffers": "'32MB'",
     "max_connections": "50",
     "log_min_messages": "warning",
@@ -79,6 +78,7 @@ class PgServer:
     root: Path
     port: int
     run_as: list[str]
+    durable: bool = False  # fsync at every commit (PostgreSQL's defaults) rather than _NOT_DURABLE
     start_seconds: float = 0.0
     stop_seconds: float = 0.0
     stopped: bool = field(default=False)
@@ -124,7 +124,12 @@ class PgServer:
             "C.UTF-8",
             "--no-instructions",
         )
-        settings = {**_SETTINGS, "port": str(self.port), "unix_socket_directories": f"'{self.socket_dir}'"}
+        settings = {
+            **_SETTINGS,
+            **({} if self.durable else _NOT_DURABLE),
+            "port": str(self.port),
+            "unix_socket_directories": f"'{self.socket_dir}'",
+        }
         with (self.data / "postgresql.conf").open("a", encoding="utf-8") as conf:
             conf.write("\n# tests/pg_server.py\n" + "".join(f"{k} = {v}\n" for k, v in settings.items()))
         pg_ctl = str(self.bindir / "pg_ctl")
@@ -161,7 +166,7 @@ class PgServer:
                 conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
-def _prepare(bindir: Path) -> PgServer:
+def _prepare(bindir: Path, durable: bool) -> PgServer:
     """A fresh directory (owned by the `postgres` user when running as root) and a free port."""
     run_as: list[str] = []
     root = Path(tempfile.mkdtemp(prefix="mcp-memory-pg-"))
@@ -175,20 +180,21 @@ def _prepare(bindir: Path) -> PgServer:
             for path in (root, root / "socket"):
                 os.chown(path, account.pw_uid, account.pw_gid)
             run_as = ["runuser", "-u", RUN_AS, "--"]
-        return PgServer(bindir=bindir, root=root, port=_free_port(), run_as=run_as)
+        return PgServer(bindir=bindir, root=root, port=_free_port(), run_as=run_as, durable=durable)
     except BaseException:
         shutil.rmtree(root, ignore_errors=True)
         raise
 
 
-def start(attempts: int = 3) -> PgServer:
+def start(attempts: int = 3, *, durable: bool = False) -> PgServer:
     """Start a fresh cluster; raises PostgresMissing without the binaries. The caller stops it.
+    `durable`: fsync at every commit, as a real deployment would (the tests do without).
     Another attempt, on another port, if the first fails (the free port can be taken meanwhile)."""
     bindir = find_bindir()
     if bindir is None:
         raise PostgresMissing("PostgreSQL server binaries not found (pg_config --bindir, /usr/lib/postgresql/*/bin)")
     for attempt in range(attempts):
-        server = _prepare(bindir)
+        server = _prepare(bindir, durable)
         try:
             server._start()
         except RuntimeError:
@@ -204,9 +210,9 @@ def start(attempts: int = 3) -> PgServer:
 
 
 @contextlib.contextmanager
-def running() -> Iterator[PgServer]:
+def running(*, durable: bool = False) -> Iterator[PgServer]:
     """A cluster for the length of a `with` block, stopped and removed however the block ends."""
-    server = start()
+    server = start(durable=durable)
     try:
         yield server
     finally:
