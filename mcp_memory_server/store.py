@@ -59,7 +59,9 @@ class Store:
         # The in-memory index is brought up to date (and searched) by one search at a time.
         self._index_lock = anyio.Lock()
         self._live = LiveIndex(config, self.namespace)
-        self._accesses = Accesses(self._lock, self._write_touches, lambda: self._open)
+        self._accesses = Accesses(
+            self._lock, self._write_touches, lambda: self._open, reads_alongside=self._db.postgres
+        )
         # Told what each commit changed (this process's writes), in the writer's call: see `tell`.
         self.on_change: list[Callable[[Change], None]] = []
         # Which store announced a change (other processes', on PostgreSQL, are heard too).
@@ -227,7 +229,7 @@ class Store:
         where, args = filters(category, tags)
         # Filters are applied to the rows, so a filtered search ranks a wider pool first.
         pool = limit if not where else max(limit * 10, 500)
-        async with self._index_lock, self._read() as conn:
+        async with self._index_lock, self._accesses.reading(), self._read() as conn:
             index = self._live.index or await self._live.sync(conn, None)
             for _ in range(3):
                 c = self.config
@@ -252,7 +254,7 @@ class Store:
                 if (rows[0][0] or 0) == self._live.change:
                     break
                 index = await self._live.sync(conn, (rows[0][0] or 0, rows[0][1] or 0))
-        by_seq = {r[2]: self._accesses.with_pending(r[2:]) for r in rows if r[2] is not None}
+            by_seq = {r[2]: self._accesses.with_pending(r[2:]) for r in rows if r[2] is not None}
         found = [Candidate(by_seq[seq], score) for seq, score in ranked if seq in by_seq]
         return found[:limit]
 
@@ -273,13 +275,13 @@ class Store:
         each = ["m.content LIKE ? ESCAPE '\\' OR m.key LIKE ? ESCAPE '\\'" for _ in terms]
         hit = " + ".join(f"CASE WHEN {e} THEN 1 ELSE 0 END" for e in each)
         patterns = [p for t in terms for p in (like_pattern(t), like_pattern(t))]
-        async with self._read() as conn:
+        async with self._accesses.reading(), self._read() as conn:
             rows = await conn.execute_fetchall(
                 f"SELECT {M_COLUMNS}, {hit} AS found FROM memories m WHERE m.namespace = ?{where}"
                 f" AND ({' OR '.join(each)}) ORDER BY found DESC, m.updated_at DESC LIMIT ?",
                 (*patterns, self.namespace, *args, *patterns, limit),
             )
-        return [Candidate(self._accesses.with_pending(r), float(r[15]) / len(terms)) for r in rows]
+            return [Candidate(self._accesses.with_pending(r), float(r[15]) / len(terms)) for r in rows]
 
     async def list_page(
         self,

@@ -4,13 +4,16 @@
 A recall never waits for this write: the counts wait in memory for up to `TOUCH_DELAY` seconds, so
 a burst of recalls shares one transaction, and until then this process's searches add them to the
 rows they read, so that ranking does not depend on when the write lands. The store owns the
-connection and hands in what writes a batch (`Write`) under its lock."""
+connection and hands in what writes a batch (`Write`) under its lock. Where searches run alongside
+that write (PostgreSQL's pooled reads), a gate keeps each search wholly before or after it: a
+search must see each access once, in its rows or in the overlay, never in neither or both."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from datetime import datetime
 from typing import Any
 
@@ -29,13 +32,62 @@ Write = Callable[[Mapping[int, int], str, set[str]], Awaitable[None]]
 log = logging.getLogger(__name__)
 
 
+class Gate:
+    """Many holders of the shared side at once, or one of the exclusive side; a waiting exclusive
+    holder goes before shared holders that come after it."""
+
+    def __init__(self) -> None:
+        self._changed = anyio.Condition()
+        self._shared = 0
+        self._exclusive = False
+
+    @asynccontextmanager
+    async def shared(self) -> AsyncIterator[None]:
+        async with self._changed:
+            while self._exclusive:
+                await self._changed.wait()
+            self._shared += 1
+        try:
+            yield
+        finally:
+            with anyio.CancelScope(shield=True):
+                async with self._changed:
+                    self._shared -= 1
+                    self._changed.notify_all()
+
+    @asynccontextmanager
+    async def exclusive(self) -> AsyncIterator[None]:
+        async with self._changed:
+            while self._exclusive:
+                await self._changed.wait()
+            self._exclusive = True
+            try:
+                while self._shared:
+                    await self._changed.wait()
+            except BaseException:
+                self._exclusive = False
+                self._changed.notify_all()
+                raise
+        try:
+            yield
+        finally:
+            with anyio.CancelScope(shield=True):
+                async with self._changed:
+                    self._exclusive = False
+                    self._changed.notify_all()
+
+
 class Accesses:
     """The accesses recorded and not yet written, for one store."""
 
-    def __init__(self, lock: anyio.Lock, write: Write, is_open: Callable[[], bool]) -> None:
+    def __init__(
+        self, lock: anyio.Lock, write: Write, is_open: Callable[[], bool], *, reads_alongside: bool = False
+    ) -> None:
         self._lock = lock  # the store's: the batch is taken and written while no other work runs
         self._write = write
         self._is_open = is_open
+        # Searches that do not take the store's lock wait for (and hold up) the write at this gate.
+        self._gate = Gate() if reads_alongside else None
         self._touches: dict[int, int] = {}
         self._sessions: set[str] = set()
         self._moment = ""
@@ -66,7 +118,7 @@ class Accesses:
     async def _write_pending(self) -> None:
         if not (self._touches or self._sessions) or not self._is_open():
             return
-        async with self._lock:
+        async with self._lock, self._gate.exclusive() if self._gate else nullcontext():
             # Taken under the lock: searches that ran while it was awaited still saw these counts.
             pending, self._touches = self._touches, {}
             sessions, self._sessions = self._sessions, set()
@@ -74,6 +126,10 @@ class Accesses:
                 await self._write(pending, self._moment, sessions)
             except MemoryServerError as exc:  # access statistics are not worth failing over
                 log.warning("could not record memory access: %s", exc)
+
+    def reading(self) -> AbstractAsyncContextManager[None]:
+        """Held by a search from reading its rows until `with_pending` has been applied to them."""
+        return self._gate.shared() if self._gate else nullcontext()
 
     def with_pending(self, row: Sequence[Any]) -> tuple[Any, ...]:
         """A memory row (in `COLUMNS` order) with this process's not-yet-written accesses added."""

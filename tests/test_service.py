@@ -6,6 +6,7 @@ import base64
 import json
 from datetime import UTC, datetime, timedelta
 
+import anyio
 import pytest
 
 from mcp_memory_server.config import Config
@@ -184,6 +185,29 @@ async def test_recall_tracks_access_and_filters(service: MemoryService) -> None:
     await service.recall(query="postgresql", track_access=False)
     await service.store.flush()
     assert (await service.get(a.id)).access_count == 1
+
+
+async def test_searches_while_accesses_are_written_see_each_access_once(service: MemoryService, store: Store) -> None:
+    """A search running alongside the write of the pending access counts (PostgreSQL reads do)
+    sees each access once: still pending, or in the row, never in neither nor in both."""
+    await service.remember(content="Project Atlas 使用 PostgreSQL 数据库")
+    [found] = await store.search_like(["atlas"], 5)
+    seq = found.row[0]
+    for expected in range(1, 6):
+        store.touch([seq], utcnow())
+        seen: list[int] = []
+        done = anyio.Event()
+
+        async def flush(done: anyio.Event = done) -> None:
+            await store.flush()
+            done.set()
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(flush)
+            while not done.is_set():
+                seen.append((await store.search_like(["数据库"], 5))[0].row[14])
+        seen.append((await store.search_like(["atlas"], 5))[0].row[14])
+        assert set(seen) == {expected}, seen
 
 
 async def test_recency_and_topic_change_the_ranking(service: MemoryService, store: Store) -> None:
