@@ -66,6 +66,12 @@ class Conn(Protocol):
     def executemany(self, sql: str, parameters: Iterable[Iterable[Any]], /) -> Awaitable[Any]: ...
 
 
+class Copier(Protocol):
+    """PostgreSQL's connections also load many rows in one COPY (bulk writes)."""
+
+    def copy_rows(self, table: str, columns: str, rows: Iterable[Sequence[Any]], /) -> Awaitable[None]: ...
+
+
 class Backend(Protocol):
     """Connections and transactions for one store. The store serialises its own units of work;
     `write()` also serialises writers across processes (SQLite's write lock, a PostgreSQL advisory

@@ -1,6 +1,6 @@
 """How a draft becomes the values of its rows: the memory's columns, its fingerprint and its
-full-text terms, computed once per write (and fast for Chinese text), with the multi-row INSERT
-statements of a bulk write."""
+full-text terms, computed once per write (and fast for Chinese text), with the columns and the
+multi-row INSERT statements of a bulk write."""
 
 from __future__ import annotations
 
@@ -8,30 +8,45 @@ import functools
 import json
 import re
 import unicodedata
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from .models import Draft
 from .tokens import fingerprint, normalize
 
-__all__ = ["DRAFT_COLUMNS", "digest", "draft_values", "insert_fts", "insert_memories", "normalized"]
+__all__ = [
+    "DRAFT_COLUMNS",
+    "FTS_ROW",
+    "MEMORY_ROW",
+    "IndexFields",
+    "bulk_rows",
+    "digest",
+    "draft_values",
+    "insert_fts",
+    "insert_memories",
+    "normalized",
+]
 
 DRAFT_COLUMNS = "content, key, category, tier, importance, confidence, source, tags, session_id, client"
+# The columns a bulk write gives, in the order of its rows' values.
+MEMORY_ROW = f"seq, namespace, {DRAFT_COLUMNS}, content_hash, created_at, updated_at, last_accessed, access_count"
+FTS_ROW = "rowid, content, key, tags, category"
+# (content, key, tags, category) -> the four pre-segmented FTS columns
+IndexFields = Callable[[str, "str | None", Iterable[str], str], tuple[str, ...]]
+Row = tuple[Any, ...]
 _LETTER_OR_DIGIT = re.compile(r"[^\W_]")
 
 
 @functools.lru_cache(maxsize=4)
 def insert_memories(rows: int) -> str:
-    values = ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)"] * rows)
-    return (
-        f"INSERT INTO memories (seq, namespace, {DRAFT_COLUMNS}, content_hash, created_at, updated_at,"
-        f" last_accessed, access_count) VALUES {values}"
-    )
+    values = ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"] * rows)
+    return f"INSERT INTO memories ({MEMORY_ROW}) VALUES {values}"
 
 
 @functools.lru_cache(maxsize=4)
 def insert_fts(rows: int) -> str:
     values = ", ".join(["(?, ?, ?, ?, ?)"] * rows)
-    return f"INSERT INTO memory_fts (rowid, content, key, tags, category) VALUES {values}"
+    return f"INSERT INTO memory_fts ({FTS_ROW}) VALUES {values}"
 
 
 # Full-width ASCII forms and the ideographic space (common in Chinese text) with their NFKD forms.
@@ -71,3 +86,18 @@ def draft_values(draft: Draft) -> tuple[Any, ...]:
         draft.session_id,
         draft.client,
     )
+
+
+def bulk_rows(
+    drafts: Sequence[Draft], first: int, namespace: str, now: str, index_fields: IndexFields
+) -> tuple[list[Row], list[Row]]:
+    """The memory rows (`MEMORY_ROW`) and full-text rows (`FTS_ROW`) of drafts given seqs from
+    `first` on."""
+    memories: list[Row] = []
+    fts: list[Row] = []
+    for seq, draft in enumerate(drafts, first):
+        # One normalisation for both the fingerprint and the index terms (see `digest`).
+        text = normalized(draft.content)
+        memories.append((seq, namespace, *draft_values(draft), digest(draft.content, text), now, now, now, 0))
+        fts.append((seq, *index_fields(text, draft.key, draft.tags, draft.category)))
+    return memories, fts

@@ -86,6 +86,12 @@ class PgConn:
             async with self._conn.cursor() as cur:
                 await cur.executemany(t.sql, rows)
 
+    async def copy_rows(self, table: str, columns: str, rows: Iterable[Sequence[Any]], /) -> None:
+        """Rows into `table` by COPY: one command, no statement for the driver to parse."""
+        async with self._conn.cursor() as cur, cur.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+            for row in rows:
+                await copy.write_row(row)
+
     async def _run(self, sql: str, parameters: Any) -> psycopg.AsyncCursor[tuple[Any, ...]]:
         t = translate(sql)
         return await self._conn.execute(t.sql, t.arguments(_arguments(parameters)))

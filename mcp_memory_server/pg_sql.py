@@ -10,7 +10,10 @@ The statements of store.py, tx.py and the modules that keep their own tables sta
 - `LIKE` becomes `ILIKE` (SQLite's LIKE ignores the case of ASCII letters);
 - `IS ?` and `IS NOT ?` (SQLite's null-safe comparisons) become `IS [NOT] DISTINCT FROM`;
 - an empty `IN ()` list becomes `= ANY ('{}')` (an empty array of the left side's type);
-- SQLite's planner hints (a unary `+` before a column, CROSS JOIN ... ON) and `ON 1` go.
+- SQLite's planner hints keep their meaning: a unary `+` before a (text) column, which keeps its
+  index out of the plan, becomes `(column || '')`, which does the same (without it, PostgreSQL
+  estimating from stale statistics after a bulk import scanned a whole namespace's index where
+  the primary key finds 50 rows); CROSS JOIN ... ON becomes JOIN, `ON 1` `ON true`.
 
 What has no faithful rewrite (FTS5's MATCH and bm25(), PRAGMA, sqlite_sequence, INSERT OR ...)
 is refused with `UntranslatableSql`, so that a statement written for SQLite alone fails in the
@@ -49,7 +52,7 @@ _REFUSED = re.compile(
     r"\bMATCH\b|\bbm25\s*\(|\bPRAGMA\b|\bsqlite_\w+|\bINSERT\s+OR\b|\bjson_extract\b|\bGLOB\b|\blast_insert_rowid\b",
     re.IGNORECASE,
 )
-_HINT = re.compile(r"(\b(?:WHERE|AND|OR|ON|BY)\s+|[(,=]\s*)\+(?=[A-Za-z_])", re.IGNORECASE)
+_HINT = re.compile(r"(\b(?:WHERE|AND|OR|ON)\s+|[(,=]\s*)\+([A-Za-z_][\w.]*)", re.IGNORECASE)
 _ON_ONE = re.compile(r"\bON 1\b")
 _IS_PARAM = re.compile(r"\bIS (NOT )?(?=\?|:[A-Za-z_])")
 _EMPTY_IN = re.compile(r"\b(NOT )?IN \(\)")
@@ -66,7 +69,7 @@ def translate(sql: str) -> Translated:
     """`sql` (SQLite's dialect) in PostgreSQL's; raises UntranslatableSql."""
     if found := _REFUSED.search(sql):
         raise UntranslatableSql(f"{found.group()!r} has no PostgreSQL form here: {sql[:200]}")
-    sql = _HINT.sub(r"\1", sql)
+    sql = _HINT.sub(r"\1(\2 || '')", sql)
     sql = _ON_ONE.sub("ON true", sql)
     sql = _CROSS_ON.sub(r"JOIN \1 ON", sql)
     sql = _IS_PARAM.sub(lambda m: "IS DISTINCT FROM " if m.group(1) else "IS NOT DISTINCT FROM ", sql)

@@ -5,15 +5,25 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 import anyio
 
 from .changeset import Change, Noted
-from .database import Conn
-from .draft_rows import DRAFT_COLUMNS, digest, draft_values, insert_fts, insert_memories, normalized
+from .database import Conn, Copier
+from .draft_rows import (
+    DRAFT_COLUMNS,
+    FTS_ROW,
+    MEMORY_ROW,
+    IndexFields,
+    bulk_rows,
+    draft_values,
+    insert_fts,
+    insert_memories,
+    normalized,
+)
 from .models import Draft, Memory
 from .pg_sql import tsquery
 from .profile_scrub import scrub
@@ -21,15 +31,12 @@ from .rows import BM25, COLUMNS, M_COLUMNS, iso, row_to_memory
 
 __all__ = ["IndexFields", "Tx"]
 
-# (content, key, tags, category) -> the four pre-segmented FTS columns
-IndexFields = Callable[[str, "str | None", Iterable[str], str], tuple[str, ...]]
-
 # Memories the profile is synthesised from: writing one makes it stale (see profiles.py).
 PROFILE_CATEGORIES = frozenset({"identity", "preference", "skill", "user_preferences", "coding_style"})
 _LOG_KEEP = 100_000  # changes kept in memory_changes, up to _PRUNE_EVERY more between prunes
 _PRUNE_EVERY = 100
 _SEQS = "SELECT CAST(value AS BIGINT) FROM json_each(?)"  # the seqs of a JSON array
-_BATCH = 1000  # rows per multi-row INSERT: 16 parameters a row stays well below SQLite's 32,766
+_BATCH = 1000  # rows per multi-row INSERT: 17 parameters a row stays well below SQLite's 32,766
 
 
 class Tx:
@@ -187,7 +194,9 @@ class Tx:
         Rows go in batches, one multi-row INSERT per table and batch. SQLite runs each statement in
         the connection's thread with the GIL released, so the next batch's index terms and
         fingerprints are computed here meanwhile (`executemany` would take the GIL back for every
-        row, and the two threads would mostly wait for each other)."""
+        row, and the two threads would mostly wait for each other). PostgreSQL takes them by COPY
+        (the driver would spend longer parsing a statement of a thousand rows than the server
+        takes to run it), and the next batch is computed while the server works."""
         if not drafts:
             return []
         now = iso(moment)
@@ -198,10 +207,20 @@ class Tx:
         try:
             for start in range(0, len(drafts), _BATCH):
                 batch = drafts[start : start + _BATCH]
-                memories, fts = self._batch_values(batch, first + start, now)
-                writing.append(asyncio.ensure_future(self._run(insert_memories(len(batch)), memories)))
-                writing.append(asyncio.ensure_future(self._run(insert_fts(len(batch)), fts)))
-                await asyncio.sleep(0)  # both statements reach SQLite's queue before the next batch is prepared
+                memories, fts = bulk_rows(batch, first + start, self._ns, now, self._index_fields)
+                if self.postgres:
+                    copier = cast(Copier, self._conn)
+                    statements = [
+                        copier.copy_rows("memories", MEMORY_ROW, memories),
+                        copier.copy_rows("memory_fts", FTS_ROW, fts),
+                    ]
+                else:
+                    statements = [
+                        self._run(insert_memories(len(batch)), [value for row in memories for value in row]),
+                        self._run(insert_fts(len(batch)), [value for row in fts for value in row]),
+                    ]
+                writing += [asyncio.ensure_future(statement) for statement in statements]
+                await asyncio.sleep(0)  # both statements are under way before the next batch is prepared
                 while len(writing) > 2:  # at most one batch prepared ahead
                     await writing.pop(0)
             while writing:
@@ -238,17 +257,6 @@ class Tx:
             " coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'memories'), 0))"
         )
         return int(next(iter(rows))[0]) + 1
-
-    def _batch_values(self, drafts: Sequence[Draft], first: int, now: str) -> tuple[list[Any], list[Any]]:
-        """The flat parameters of one batch's memories and full-text rows."""
-        memories: list[Any] = []
-        fts: list[Any] = []
-        for seq, draft in enumerate(drafts, first):
-            # One normalisation for both the fingerprint and the index terms (see `_digest`).
-            text = normalized(draft.content)
-            memories.extend((seq, self._ns, *draft_values(draft), digest(draft.content, text), now, now, now))
-            fts.extend((seq, *self._index_fields(text, draft.key, draft.tags, draft.category)))
-        return memories, fts
 
     async def _run(self, sql: str, parameters: Sequence[Any]) -> None:
         await self._conn.execute(sql, parameters)

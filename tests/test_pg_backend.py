@@ -15,6 +15,7 @@ from mcp_memory_server.cli import main
 from mcp_memory_server.config import Config
 from mcp_memory_server.database import redact_url
 from mcp_memory_server.errors import InvalidInput, StoreError
+from mcp_memory_server.pg_sql import translate
 from mcp_memory_server.segmenter import Segmenter
 from mcp_memory_server.service import MemoryService
 from mcp_memory_server.store import Store
@@ -113,6 +114,22 @@ async def test_the_substring_fallback_and_near_duplicates_use_their_indexes(
             "EXPLAIN SELECT rowid FROM memory_fts WHERE terms @@ to_tsquery('simple', '''冻顶''')"
         ).fetchall()
         assert "memory_fts_terms" in " ".join(r[0] for r in fts)
+
+
+async def test_rows_by_seq_use_the_primary_key_before_statistics_exist(
+    pg_db: str, tmp_path: Path, segmenter: Segmenter
+) -> None:
+    """Right after a bulk import PostgreSQL has no statistics and takes the table for small: the
+    search's candidate rows (50 seqs in one namespace) must still come by primary key, not by a
+    scan of the namespace's index (SQLite's `+namespace` hint, kept on PostgreSQL)."""
+    config = Config.from_env({}, db_path=pg_db, cache_dir=tmp_path)
+    async with Store(config, segmenter) as store:
+        await MemoryService(store).import_memories([{"content": f"笔记 {n}: routine note"} for n in range(5000)])
+    seqs = ", ".join(str(seq) for seq in range(100, 5000, 98))
+    sql = translate(f"SELECT seq FROM memories m WHERE +m.namespace = '' AND m.seq IN ({seqs})").sql
+    with psycopg.connect(pg_db, autocommit=True) as conn:
+        plan = " ".join(r[0] for r in conn.execute(f"EXPLAIN {sql}").fetchall())
+    assert "memories_pkey" in plan and "memories_category" not in plan, plan
 
 
 def test_the_cli_on_postgresql(pg_db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -46,7 +46,7 @@ def test_mixed_parameter_styles_are_refused() -> None:
     [
         (
             "SELECT seq FROM m WHERE +m.namespace = ? AND +namespace = ?",
-            "SELECT seq FROM m WHERE m.namespace = %s AND namespace = %s",
+            "SELECT seq FROM m WHERE (m.namespace || '') = %s AND (namespace || '') = %s",
         ),
         (
             "SELECT 1 WHERE a IS ? AND b IS NOT ? AND c IS NOT NULL",
