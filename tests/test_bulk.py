@@ -33,7 +33,7 @@ TEXTS = [
     "ＦＵＬＬ－ＷＩＤＴＨ Ｐｙｔｈｏｎ ３．１１ 和全角标点！？",
     "!!! ??? ...",
     "café naïve façade",
-    "Tabs\tand\nnew lines, a backslash \\N and \\. as COPY would misread them; 50% \"quoted\"",
+    'Tabs\tand\nnew lines, a backslash \\N and \\. as COPY would misread them; 50% "quoted"',
 ]
 
 
