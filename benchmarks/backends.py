@@ -53,7 +53,7 @@ from mcp_memory_server.store import Store
 from tests import pg_server
 
 from .data import chinese, locomo_turns, memorybank_turns
-from .latency import _corpus, _pct, _queries, segmenter_cache
+from .latency import _corpus, _pct, _queries, import_and_recall, segmenter_cache
 
 REMEMBERED = 300  # memories written one call at a time before the bulk import, as benchmarks.latency
 
@@ -105,20 +105,7 @@ async def load_and_recall(db: str, size: int, queries: int, segmenter: Segmenter
             actions[result.action] += 1
         row["remember_per_s"] = REMEMBERED / (time.perf_counter() - started)
         row["remember_created"] = actions["created"]
-        rest = [{"content": t[:2000], "category": "fact"} for t in texts[REMEMBERED:]]
-        started = time.perf_counter()
-        for start in range(0, len(rest), 5000):
-            await service.import_memories(rest[start : start + 5000])
-        row["bulk_per_s"] = len(rest) / (time.perf_counter() - started)
-        started = time.perf_counter()
-        await service.recall(query="warm up")  # builds the in-memory index
-        row["first_recall_ms"] = (time.perf_counter() - started) * 1000
-        timings = []
-        for query in _queries(queries):
-            t = time.perf_counter()
-            await service.recall(query=query)
-            timings.append(time.perf_counter() - t)
-        row["inproc_p50"], row["inproc_p95"] = _pct(timings, 0.5), _pct(timings, 0.95)
+        await import_and_recall(service, texts[REMEMBERED:], queries, row)
         row["db_mb"] = (await store.stats()).db_bytes / 1e6
     async with Client(_server(db)) as client:
         await client.call_tool("recall", {"query": "warm up"})

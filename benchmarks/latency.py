@@ -85,6 +85,25 @@ async def noop_round_trip(calls: int) -> list[float]:
         return await _timed_calls(client, "noop", [{}] * calls)
 
 
+async def import_and_recall(service: MemoryService, texts: list[str], queries: int, row: dict[str, float]) -> None:
+    """Bulk import `texts` (chunks of 5,000), then the first recall (which builds the in-memory
+    index) and `queries` recalls in-process; their figures go into `row`."""
+    rest = [{"content": t[:2000], "category": "fact"} for t in texts]
+    started = time.perf_counter()
+    for start in range(0, len(rest), 5000):
+        await service.import_memories(rest[start : start + 5000])
+    row["bulk_per_s"] = len(rest) / max(time.perf_counter() - started, 1e-9) if rest else float("nan")
+    started = time.perf_counter()
+    await service.recall(query="warm up")  # builds the in-memory index
+    row["first_recall_ms"] = (time.perf_counter() - started) * 1000
+    timings = []
+    for query in _queries(queries):
+        t = time.perf_counter()
+        await service.recall(query=query)
+        timings.append(time.perf_counter() - t)
+    row["inproc_p50"], row["inproc_p95"] = _pct(timings, 0.5), _pct(timings, 0.95)
+
+
 async def run_size(size: int, queries: int, official: bool, segmenter: Segmenter, tmp: Path) -> dict[str, float]:
     config = Config.from_env({}, db_path=tmp / f"bench-{size}.db", cache_dir=Path(segmenter_cache()))
     texts = _corpus(size)
@@ -96,20 +115,7 @@ async def run_size(size: int, queries: int, official: bool, segmenter: Segmenter
         for i, text in enumerate(texts[:single]):
             await service.remember(content=text[:2000], category="fact" if i % 3 else "preference")
         row["remember_per_s"] = single / (time.perf_counter() - started)
-        rest = [{"content": t[:2000], "category": "fact"} for t in texts[single:]]
-        started = time.perf_counter()
-        for start in range(0, len(rest), 5000):
-            await service.import_memories(rest[start : start + 5000])
-        row["bulk_per_s"] = len(rest) / max(time.perf_counter() - started, 1e-9) if rest else float("nan")
-        started = time.perf_counter()
-        await service.recall(query="warm up")  # builds the in-memory index
-        row["first_recall_ms"] = (time.perf_counter() - started) * 1000
-        timings = []
-        for query in _queries(queries):
-            t = time.perf_counter()
-            await service.recall(query=query)
-            timings.append(time.perf_counter() - t)
-        row["inproc_p50"], row["inproc_p95"] = _pct(timings, 0.5), _pct(timings, 0.95)
+        await import_and_recall(service, texts[single:], queries, row)
 
     command = shutil.which("mcp-memory-server", path=str(Path(sys.executable).parent))
     assert command, "install the package first"
