@@ -2,20 +2,29 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed-stamp
+PIP    := $(BIN)/python -m pip install --quiet --disable-pip-version-check
+# Two stamps: serving needs the package and its runtime dependencies only; the checks add the dev
+# extra (pytest, ruff, mypy, playwright, psycopg ...) to the same venv, so `make test` after
+# `make run` installs just what is missing.
+RUNTIME := $(VENV)/.runtime-stamp
+STAMP   := $(VENV)/.installed-stamp
 
 .PHONY: run serve-stdio test lint typecheck unit browser postgres clean
 
-$(STAMP): pyproject.toml
+$(RUNTIME): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
-	touch $(STAMP)
+	$(PIP) -e .
+	touch $@
 
-run: $(STAMP)
-	$(BIN)/mcp-memory-server --transport http
+$(STAMP): $(RUNTIME)
+	$(PIP) -e '.[dev]'
+	touch $@
 
-serve-stdio: $(STAMP)
-	$(BIN)/mcp-memory-server
+run: $(RUNTIME)
+	$(BIN)/jiyi --transport http
+
+serve-stdio: $(RUNTIME)
+	$(BIN)/jiyi
 
 lint: $(STAMP)
 	$(BIN)/ruff check mcp_memory_server tests benchmarks

@@ -13,7 +13,7 @@ the server does: WAL, synchronous=NORMAL (it syncs at checkpoints, not at every 
 
 Memories and queries are those of `benchmarks.latency` (LoCoMo and MemoryBank turns, LoCoMo
 questions and MemoryBank user messages); access tracking is on, written after each answer.
-Concurrent writers: each writer is an installed `mcp-memory-server` process over stdio, on a fresh
+Concurrent writers: each writer is an installed `jiyi` process over stdio, on a fresh
 database, writing its share of distinct conversation turns with `remember`, one call after
 another, all writers at once; the clock starts when every writer has answered a first call.
 
@@ -85,7 +85,7 @@ def _config(db: str) -> Config:
 
 
 def _server(db: str) -> StdioServerParameters:
-    command = shutil.which("mcp-memory-server", path=str(Path(sys.executable).parent))
+    command = shutil.which("jiyi", path=str(Path(sys.executable).parent))
     assert command, "install the package first"
     env = {**os.environ, "MCP_MEMORY_CACHE_DIR": segmenter_cache(), "MCP_MEMORY_LOG_LEVEL": "ERROR"}
     return StdioServerParameters(command=command, args=["--db", db], env=env)

@@ -117,7 +117,7 @@ async def run_size(size: int, queries: int, official: bool, segmenter: Segmenter
         row["remember_per_s"] = single / (time.perf_counter() - started)
         await import_and_recall(service, texts[single:], queries, row)
 
-    command = shutil.which("mcp-memory-server", path=str(Path(sys.executable).parent))
+    command = shutil.which("jiyi", path=str(Path(sys.executable).parent))
     assert command, "install the package first"
     env = {**os.environ, "MCP_MEMORY_CACHE_DIR": str(config.cache_dir), "MCP_MEMORY_LOG_LEVEL": "ERROR"}
     params = StdioServerParameters(command=command, args=["--db", str(config.db_path)], env=env)

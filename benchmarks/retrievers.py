@@ -127,7 +127,7 @@ class OursStdio(_OursBase):
 
     async def open(self, memories: Memories) -> None:
         await self.load(memories)
-        command = shutil.which("mcp-memory-server", path=str(Path(sys.executable).parent))
+        command = shutil.which("jiyi", path=str(Path(sys.executable).parent))
         assert command, "install the package first"
         env = {
             **os.environ,

@@ -3,7 +3,7 @@
     python -m benchmarks.rss [--size 100000] [--runs 3] [--queries 100] [--dir $TMPDIR/mms-rss]
                              [--inprocess] [--rankings FILE]
 
-Each run spawns the installed `mcp-memory-server` over stdio on the kept database, waits for the
+Each run spawns the installed `jiyi` over stdio on the kept database, waits for the
 first recall (which waits for the index build), answers `--queries` recalls and reads the
 server's VmHWM (peak) and VmRSS (now) from /proc. `--inprocess` also times the index build and
 recall in this process. `--rankings FILE` writes the index's ranked (seq, score) lists for the
@@ -65,7 +65,7 @@ async def build(db: Path, cache: Path, size: int) -> None:
 
 
 async def serve(db: Path, cache: Path, queries: int, env_extra: dict[str, str]) -> dict[str, float]:
-    command = shutil.which("mcp-memory-server", path=str(Path(sys.executable).parent))
+    command = shutil.which("jiyi", path=str(Path(sys.executable).parent))
     assert command, "install the package first"
     env = {**os.environ, "MCP_MEMORY_CACHE_DIR": str(cache), "MCP_MEMORY_LOG_LEVEL": "ERROR", **env_extra}
     params = StdioServerParameters(command=command, args=["--db", str(db)], env=env)

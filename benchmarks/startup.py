@@ -59,7 +59,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
-    command = shutil.which("mcp-memory-server", path=str(Path(sys.executable).parent))
+    command = shutil.which("jiyi", path=str(Path(sys.executable).parent))
     assert command, "install the package first (make test or pip install -e .)"
     with tempfile.TemporaryDirectory() as tmp:
         cache = Path(tmp) / "cache"

@@ -1,4 +1,4 @@
-"""mcp-memory-server: one persistent long-term memory that every MCP client can share."""
+"""jiyi (记忆, "memory"): one persistent long-term memory that every MCP client can share."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`python -m mcp_memory_server`: the same as the `mcp-memory-server` command."""
+"""`python -m mcp_memory_server`: the same as the `jiyi` command."""
 
 from .cli import main
 

@@ -44,7 +44,7 @@ log = logging.getLogger(__name__)
 
 # The ASGI scope key the gate sets; ASGI lets servers and middleware add keys of their own.
 NAMESPACE_SCOPE_KEY = "mcp_memory_server.namespace"
-_REALM = 'Bearer realm="mcp-memory-server"'
+_REALM = 'Bearer realm="jiyi"'
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]

@@ -1,4 +1,4 @@
-"""The `mcp-memory-server` command: serve (the default), stats, search, backup, JSON export and import,
+"""The `jiyi` command: serve (the default), stats, search, backup, JSON export and import,
 and MEMORY.md import and export."""
 
 from __future__ import annotations
@@ -45,19 +45,19 @@ _EPILOG = (
     + """
 
 examples:
-  mcp-memory-server                          serve over stdio (for MCP clients)
-  mcp-memory-server --transport http         serve on http://127.0.0.1:8765/mcp
-  mcp-memory-server dashboard               the web dashboard on http://127.0.0.1:8766/ui
-  mcp-memory-server token                    a new bearer token for MCP_MEMORY_TOKENS
-  mcp-memory-server search "咖啡"             what would recall return?
-  mcp-memory-server stats                    counts, database path and size
-  mcp-memory-server backup memory-copy.db    a consistent copy, safe while servers write
-  mcp-memory-server export memories.json     every memory, archived ones and history, as JSON
-  mcp-memory-server import memories.json     load such a file (again: nothing changes)
-  mcp-memory-server import memory.jsonl      the reference memory server's knowledge graph
-  mcp-memory-server import export.zip        an OpenMemory export (or mem0's get_all as JSON)
-  mcp-memory-server import MEMORY.md         a MEMORY.md file's items as memories
-  mcp-memory-server export --format markdown every core memory as MEMORY.md, untruncated"""
+  jiyi                          serve over stdio (for MCP clients)
+  jiyi --transport http         serve on http://127.0.0.1:8765/mcp
+  jiyi dashboard               the web dashboard on http://127.0.0.1:8766/ui
+  jiyi token                    a new bearer token for MCP_MEMORY_TOKENS
+  jiyi search "咖啡"             what would recall return?
+  jiyi stats                    counts, database path and size
+  jiyi backup memory-copy.db    a consistent copy, safe while servers write
+  jiyi export memories.json     every memory, archived ones and history, as JSON
+  jiyi import memories.json     load such a file (again: nothing changes)
+  jiyi import memory.jsonl      the reference memory server's knowledge graph
+  jiyi import export.zip        an OpenMemory export (or mem0's get_all as JSON)
+  jiyi import MEMORY.md         a MEMORY.md file's items as memories
+  jiyi export --format markdown every core memory as MEMORY.md, untruncated"""
 )
 
 
@@ -125,7 +125,7 @@ _DASHBOARD_PORT = 8766
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="mcp-memory-server",
+        prog="jiyi",
         description=_DESCRIPTION,
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -259,7 +259,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         return _serve(config, args)
     except MemoryServerError as exc:
-        print(f"mcp-memory-server: {exc}", file=sys.stderr)
+        print(f"jiyi: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
@@ -268,7 +268,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _serve(config: Config, args: argparse.Namespace) -> int:
     from .server import build_server, serve_http, serve_stdio  # imports mcp: only when serving
 
-    log.info("mcp-memory-server %s, memory database: %s", __version__, config.database)
+    log.info("jiyi %s, memory database: %s", __version__, config.database)
     if args.transport == "stdio":  # one client, one session: MCP_MEMORY_STATELESS is HTTP's
         anyio.run(serve_stdio, build_server(config.with_changes(stateless_http=False)))
         return 0
@@ -292,7 +292,7 @@ def _access(config: Config, host: str, allow_unauthenticated: bool) -> Access | 
     if access is None and not loopback and not allow_unauthenticated:
         raise InvalidInput(
             f"refusing to serve {host} without tokens: anyone who can reach it could read and change every "
-            "memory. Set MCP_MEMORY_TOKENS (see `mcp-memory-server token`), or pass --allow-unauthenticated "
+            "memory. Set MCP_MEMORY_TOKENS (see `jiyi token`), or pass --allow-unauthenticated "
             "if something in front of the server checks who calls."
         )
     if access is not None:
@@ -308,7 +308,7 @@ def _access(config: Config, host: str, allow_unauthenticated: bool) -> Access | 
 def _dashboard(config: Config, args: argparse.Namespace) -> int:
     from .transports import serve_dashboard  # imports starlette and uvicorn: only when serving
 
-    log.info("mcp-memory-server %s dashboard, memory database: %s", __version__, config.database)
+    log.info("jiyi %s dashboard, memory database: %s", __version__, config.database)
     access = _access(config, args.host, args.allow_unauthenticated)
 
     def ready(url: str) -> None:

@@ -30,6 +30,8 @@ from .settings import (
 
 __all__ = ["Config", "default_cache_dir", "default_db_path"]
 
+# The data and cache directories keep the name the project had before it was published as `jiyi`:
+# existing users' memories live there.
 APP_NAME = "mcp-memory-server"
 
 

@@ -18,7 +18,7 @@ __all__ = ["InvalidInput", "MemoryServerError", "NotFound", "SecretRefused", "St
 
 
 class MemoryServerError(Exception):
-    """Base class of every error raised on purpose by mcp-memory-server."""
+    """Base class of every error raised on purpose by the server (jiyi)."""
 
 
 class InvalidInput(MemoryServerError):

@@ -182,7 +182,7 @@ class PgBackend:
         if _MISSING is not None:
             raise StoreError(
                 "a postgresql:// database needs the PostgreSQL driver: "
-                f"pip install 'mcp-memory-server[postgres]' ({_MISSING})"
+                f"pip install 'jiyi[postgres]' ({_MISSING})"
             )
         self._url = url
         # How long a write waits for other writers' turns before it gives up, as SQLite's

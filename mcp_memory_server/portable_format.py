@@ -35,6 +35,7 @@ from .tokens import fingerprint
 
 __all__ = ["FORMAT", "VERSION", "Document", "HistoryRow", "Record", "SessionRow", "read"]
 
+# The export format's name, written into every file: it stays as the first files were written.
 FORMAT = "mcp-memory-server"
 VERSION = 1
 _TOP = {"format", "version", "exported_at", "namespace", "memories", "archived", "sessions", "profile_edits"}
@@ -149,8 +150,8 @@ def read(text: str, config: Config) -> Document:
         raise InvalidInput(f"the file's version is {version!r}; it should be a whole number such as {VERSION}.")
     if version > VERSION:
         raise InvalidInput(
-            f"the file is version {version}, written by a newer mcp-memory-server; this one reads version "
-            f"{VERSION}. Upgrade mcp-memory-server to import it."
+            f"the file is version {version}, written by a newer jiyi; this one reads version "
+            f"{VERSION}. Upgrade jiyi to import it."
         )
     _fields(top, _TOP, {"format", "version", "memories"}, "the file")
     reader = _Reader(config)

@@ -32,7 +32,7 @@ from .transports import serve_http, serve_stdio
 
 __all__ = ["build_server", "serve_http", "serve_stdio"]
 
-SERVER_NAME = "mcp-memory-server"
+SERVER_NAME = "jiyi"
 
 
 def request_state_security(config: Config) -> RequestStateSecurity:

@@ -60,7 +60,7 @@ def check_token(token: str) -> None:
     if len(token) < MIN_TOKEN_CHARS:
         raise InvalidInput(
             f"a token of {len(token)} characters is too short to guess-proof; use at least {MIN_TOKEN_CHARS} "
-            "(`mcp-memory-server token` prints a new one)."
+            "(`jiyi token` prints a new one)."
         )
     if not _TOKEN.match(token) or "," in token:
         raise InvalidInput("a token may hold only visible ASCII characters other than ',' (no spaces).")
@@ -126,7 +126,7 @@ def _state_keys(raw: str) -> tuple[str, ...]:
         if len(key) < _STATE_KEY_CHARS:
             raise InvalidInput(
                 f"MCP_MEMORY_STATE_KEYS, key {number}: each key needs at least {_STATE_KEY_CHARS} characters "
-                "of secret randomness (`mcp-memory-server token` prints one)."
+                "of secret randomness (`jiyi token` prints one)."
             )
     return keys
 

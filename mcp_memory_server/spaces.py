@@ -147,7 +147,7 @@ class Spaces:
         try:
             stats = await state.service.stats()
             log.info(
-                "mcp-memory-server %s started: namespace %r of %s, %d memories (%d archived), schema version %d",
+                "jiyi %s started: namespace %r of %s, %d memories (%d archived), schema version %d",
                 __version__,
                 state.namespace,
                 stats.db_path,

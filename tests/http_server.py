@@ -22,7 +22,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 
 def command() -> str:
-    found = shutil.which("mcp-memory-server", path=str(Path(sys.executable).parent))
+    found = shutil.which("jiyi", path=str(Path(sys.executable).parent))
     assert found, "the console script is installed next to the test interpreter"
     return found
 
@@ -46,7 +46,7 @@ class Served:
 def http_server(
     tmp_path: Path, cache_dir: Path, env: Mapping[str, str] | None = None, args: Sequence[str] = ()
 ) -> Iterator[Served]:
-    """Start `mcp-memory-server --transport http` and wait until it accepts connections; stop it
+    """Start `jiyi --transport http` and wait until it accepts connections; stop it
     afterwards and check that it printed nothing on stdout."""
     port = free_port()
     db = tmp_path / "http.db"
@@ -79,7 +79,7 @@ def http_server(
 def dashboard_server(
     tmp_path: Path, cache_dir: Path, env: Mapping[str, str] | None = None, args: Sequence[str] = ()
 ) -> Iterator[Served]:
-    """Start `mcp-memory-server dashboard --port 0` and wait for the URL it prints on stdout once it
+    """Start `jiyi dashboard --port 0` and wait for the URL it prints on stdout once it
     listens; `url` is that URL (ending in /ui). Stop it afterwards and check that the URL line is
     all it printed there."""
     db = tmp_path / "dashboard.db"

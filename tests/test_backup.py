@@ -1,4 +1,4 @@
-"""`mcp-memory-server backup`: a consistent copy through SQLite's backup API while a real server
+"""`jiyi backup`: a consistent copy through SQLite's backup API while a real server
 process (the installed console script over stdio) keeps writing, and refusals that write nothing."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from mcp_memory_server.segmenter import Segmenter
 from mcp_memory_server.service import MemoryService
 from mcp_memory_server.store import Store
 
-COMMAND = shutil.which("mcp-memory-server", path=str(Path(sys.executable).parent))
+COMMAND = shutil.which("jiyi", path=str(Path(sys.executable).parent))
 PRELOADED = 3000  # memories in the database before the server starts: the copy has something to do
 
 

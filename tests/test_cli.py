@@ -15,7 +15,7 @@ from mcp_memory_server import cli
 from mcp_memory_server.config import Config
 from mcp_memory_server.service import MemoryService
 
-COMMAND = shutil.which("mcp-memory-server", path=str(Path(sys.executable).parent))
+COMMAND = shutil.which("jiyi", path=str(Path(sys.executable).parent))
 
 
 def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -1,4 +1,4 @@
-"""End to end: the installed `mcp-memory-server` command as a stdio subprocess, driven by the SDK's
+"""End to end: the installed `jiyi` command as a stdio subprocess, driven by the SDK's
 stdio client in both protocol eras, plus start-up that does not wait for jieba."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ pytestmark = pytest.mark.anyio
 
 
 def _command() -> str:
-    found = shutil.which("mcp-memory-server", path=str(Path(sys.executable).parent))
+    found = shutil.which("jiyi", path=str(Path(sys.executable).parent))
     assert found, "the console script is installed next to the test interpreter"
     return found
 
@@ -48,7 +48,7 @@ async def _data(client: Client, tool: str, **args: Any) -> dict[str, Any]:
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_stdio_end_to_end(tmp_path: Path, cache_dir: Path, mode: str) -> None:
     async with Client(_params(tmp_path, cache_dir), mode=mode) as client:
-        assert client.server_info is not None and client.server_info.name == "mcp-memory-server"
+        assert client.server_info is not None and client.server_info.name == "jiyi"
         assert {t.name for t in (await client.list_tools()).tools} == TOOLS
 
         coffee = await _data(client, "remember", content="我每天早上喝一杯拿铁咖啡", category="preference")
@@ -240,7 +240,7 @@ async def test_raw_stdio_over_pipes_sockets_and_files(tmp_path: Path, cache_dir:
     env = {**_params(tmp_path, cache_dir).env, "MCP_MEMORY_LOG_LEVEL": "WARNING"}  # type: ignore[dict-item]
     answers, code, errors = await anyio.to_thread.run_sync(_raw_session, env, kind, tmp_path)
     assert [a["id"] for a in answers] == ([1] if kind == "file" else [1, 2, 3])
-    assert answers[0]["result"]["serverInfo"]["name"] == "mcp-memory-server"
+    assert answers[0]["result"]["serverInfo"]["name"] == "jiyi"
     if kind != "file":
         assert answers[1]["result"]["structuredContent"]["stage"] == "none"
     assert code == 0 and "Traceback" not in errors, errors

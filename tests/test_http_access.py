@@ -80,7 +80,7 @@ async def test_requests_without_a_valid_token_are_refused(served: Served) -> Non
     ):
         status, response_headers, body = _post(served, _INITIALIZE, headers)
         assert status == 401, headers
-        assert response_headers["www-authenticate"].startswith('Bearer realm="mcp-memory-server"')
+        assert response_headers["www-authenticate"].startswith('Bearer realm="jiyi"')
         assert json.loads(body)["error"] in ("invalid_request", "invalid_token")
         assert ALICE not in body and BOB not in body
     # The SDK's client without a token fails to connect, and writes nothing.

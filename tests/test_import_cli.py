@@ -1,4 +1,4 @@
-"""`mcp-memory-server import` and `export` on the command line: every format, guessed or named, the
+"""`jiyi import` and `export` on the command line: every format, guessed or named, the
 one summary line on stdout, errors on stderr, and the progress bar, drawn on stderr only when it is
 a terminal (a real pseudo-terminal here, the command a real subprocess)."""
 
@@ -56,7 +56,7 @@ def test_errors_go_to_stderr_and_write_nothing(
 ) -> None:
     assert run(config, "import", "--format", "mem0", str(DATA / "memory.jsonl")) == 1
     captured = capsys.readouterr()
-    assert captured.out == "" and captured.err.startswith("mcp-memory-server: line 1: not a mem0 memory")
+    assert captured.out == "" and captured.err.startswith("jiyi: line 1: not a mem0 memory")
     prose = tmp_path / "notes.txt"
     prose.write_text("Nothing here is a list.", encoding="utf-8")
     assert run(config, "import", str(prose)) == 1

@@ -355,7 +355,7 @@ async def test_import_memories_sends_progress_to_an_in_memory_client(config: Con
 
 
 async def test_import_memories_sends_progress_notifications_over_stdio(tmp_path: Path, cache_dir: Path) -> None:
-    command = shutil.which("mcp-memory-server", path=str(Path(sys.executable).parent))
+    command = shutil.which("jiyi", path=str(Path(sys.executable).parent))
     assert command
     env = {**os.environ, "MCP_MEMORY_DB": str(tmp_path / "stdio.db"), "MCP_MEMORY_CACHE_DIR": str(cache_dir)}
     heard: list[float] = []

@@ -43,7 +43,7 @@ def test_a_bad_pattern_fails_when_used() -> None:
 
 
 def test_starting_the_server_compiles_no_table_and_loads_no_numpy() -> None:
-    # What `mcp-memory-server` imports before it answers `initialize`; the tables compile when
+    # What `jiyi` imports before it answers `initialize`; the tables compile when
     # the sieve or redaction first runs, numpy loads when the search index is built.
     code = (
         "import sys\n"

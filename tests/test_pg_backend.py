@@ -150,5 +150,5 @@ def test_without_the_extra_the_error_says_what_to_install(
 ) -> None:
     monkeypatch.setattr(pg, "_MISSING", ImportError("No module named 'psycopg'"))
     config = Config.from_env({}, db_path="postgresql://memory@127.0.0.1/memory", cache_dir=tmp_path)
-    with pytest.raises(StoreError, match=r"pip install 'mcp-memory-server\[postgres\]'"):
+    with pytest.raises(StoreError, match=r"pip install 'jiyi\[postgres\]'"):
         Store(config, segmenter)

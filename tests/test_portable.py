@@ -148,7 +148,7 @@ BAD_FILES = [
     ("{not json", r"not JSON \(line 1, column 2"),
     ('[{"content": "x"}]', "not an mcp-memory-server export"),
     (json.dumps({"format": "jsonl", "version": 1}), "format is 'jsonl'"),
-    (json.dumps(_file() | {"version": 2}), "version 2, written by a newer mcp-memory-server"),
+    (json.dumps(_file() | {"version": 2}), "version 2, written by a newer jiyi"),
     (json.dumps(_file() | {"version": "1"}), "version is '1'"),
     (json.dumps(_file() | {"extra": 1}), r"the file has unknown field\(s\) \['extra'\]"),
     (json.dumps(_file(importance=1.5)), r"memories\[1\]\.importance: importance must be between 0.0 and 1.0"),
@@ -259,7 +259,7 @@ def test_the_commands(config: Config, segmenter: Segmenter, tmp_path: Path, caps
     (tmp_path / "bad.json").write_text(json.dumps(_file(confidence=2)), encoding="utf-8")
     assert _run(config, "import", str(tmp_path / "bad.json")) == 1
     err = capsys.readouterr().err
-    assert err.startswith("mcp-memory-server: memories[1].confidence: ") and err.count("\n") == 1
+    assert err.startswith("jiyi: memories[1].confidence: ") and err.count("\n") == 1
     assert _run(config.with_changes(db_path=tmp_path / "none.db"), "export") == 1
     assert "there is no memory database" in capsys.readouterr().err
     with pytest.raises(SystemExit):

@@ -36,7 +36,7 @@ def _database(config: Config) -> str:
 
 
 def _params(db: str, cache_dir: Path) -> StdioServerParameters:
-    command = shutil.which("mcp-memory-server", path=str(Path(sys.executable).parent))
+    command = shutil.which("jiyi", path=str(Path(sys.executable).parent))
     assert command, "the console script is installed next to the test interpreter"
     env = {**os.environ, "MCP_MEMORY_DB": db, "MCP_MEMORY_CACHE_DIR": str(cache_dir)}
     return StdioServerParameters(command=command, args=["--log-level", "WARNING"], env=env)

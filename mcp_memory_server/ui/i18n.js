@@ -259,7 +259,7 @@ const PAIRS = {
   'stats.none': ['暂无数据。', 'Nothing yet.'],
 
   'transfer.export_title': ['导出', 'Export'],
-  'transfer.export_lead': ['把本命名空间的全部记忆、历史、归档、会话和画像的手动修改导出为 JSON 文件（与 mcp-memory-server export 相同）。', 'Download every memory of this namespace with its history, the archived ones, sessions and manual profile edits as JSON (the file mcp-memory-server export writes).'],
+  'transfer.export_lead': ['把本命名空间的全部记忆、历史、归档、会话和画像的手动修改导出为 JSON 文件（与 jiyi export 相同）。', 'Download every memory of this namespace with its history, the archived ones, sessions and manual profile edits as JSON (the file jiyi export writes).'],
   'transfer.export': ['导出 JSON', 'Export JSON'],
   'transfer.exported': ['已导出 {name}。', 'Exported {name}.'],
   'transfer.import_title': ['导入', 'Import'],

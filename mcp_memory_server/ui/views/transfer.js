@@ -1,5 +1,5 @@
-// Export the namespace as the JSON file `mcp-memory-server export` writes, and import a file in any
-// format `mcp-memory-server import` reads (this server's JSON, memory.jsonl, mem0 / OpenMemory, zip or
+// Export the namespace as the JSON file `jiyi export` writes, and import a file in any
+// format `jiyi import` reads (this server's JSON, memory.jsonl, mem0 / OpenMemory, zip or
 // gz of those, MEMORY.md), detected or chosen: all or nothing; importing the same file again changes
 // nothing. The file goes up as it is (its bytes); the server unpacks and reads it.
 import { call, download } from '../api.js';
