@@ -181,8 +181,7 @@ class PgBackend:
     def __init__(self, url: str, busy_timeout_ms: int) -> None:
         if _MISSING is not None:
             raise StoreError(
-                "a postgresql:// database needs the PostgreSQL driver: "
-                f"pip install 'jiyi[postgres]' ({_MISSING})"
+                f"a postgresql:// database needs the PostgreSQL driver: pip install 'jiyi[postgres]' ({_MISSING})"
             )
         self._url = url
         # How long a write waits for other writers' turns before it gives up, as SQLite's

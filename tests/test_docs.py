@@ -417,7 +417,7 @@ def test_every_command_is_documented_and_every_documented_command_exists() -> No
     documented = {name.removeprefix("jiyi ") for name in named(text) if name.startswith("jiyi ")}
     assert documented == commands, "docs/cli.md's `jiyi COMMAND` sections differ from the commands"
     synopsis = next(block for block in text.split("```")[1::2] if block.startswith("text\njiyi"))
-    in_synopsis = {m for m in re.findall(r"^jiyi ([a-z][a-z-]*)", synopsis, re.MULTILINE)}
+    in_synopsis = set(re.findall(r"^jiyi ([a-z][a-z-]*)", synopsis, re.MULTILINE))
     assert in_synopsis == commands
     readme_block = section(README, "Command line").split("```")[1]
     for word in re.findall(r"^jiyi ([a-z][a-z-]*)", readme_block, re.MULTILINE):

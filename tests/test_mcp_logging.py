@@ -73,8 +73,7 @@ async def test_a_stdio_client_hears_how_the_server_started(tmp_path: Path, cache
         started = await heard.wait_for(lambda m: "started" in str(m.data))
     assert started.level == "info" and started.logger == "mcp_memory_server.spaces"
     assert started.data == (
-        f"jiyi {__version__} started: namespace '' of {db}, 2 memories (0 archived), "
-        f"schema version {MIGRATIONS[-1][0]}"
+        f"jiyi {__version__} started: namespace '' of {db}, 2 memories (0 archived), schema version {MIGRATIONS[-1][0]}"
     )
 
 
