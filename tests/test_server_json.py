@@ -97,7 +97,8 @@ def test_the_package_is_the_pypi_package_run_with_uvx_over_stdio(
     assert package["identifier"] == project["name"]
     assert package["runtimeHint"] == "uvx"
     assert package["transport"] == {"type": "stdio"}
-    assert "mcp-memory-server" in project["scripts"], "uvx runs the console script named like the package"
+    assert project["name"] in project["scripts"], "uvx runs the console script named like the package"
+    assert manifest["name"].rsplit("/", 1)[1] == project["name"] == "jiyi", "the registry name ends in the package's"
 
 
 def test_environment_variables_are_exactly_config_env_vars(manifest: dict[str, Any]) -> None:
