@@ -146,9 +146,11 @@ def test_the_inspector_is_pinned_and_its_lockfile_names_no_download_urls() -> No
     folder = ROOT / ".ci" / "inspector"
     wanted = json.loads((folder / "package.json").read_text(encoding="utf-8"))["dependencies"]
     lock = json.loads((folder / "package-lock.json").read_text(encoding="utf-8"))
-    assert wanted == {
-        "@modelcontextprotocol/inspector": lock["packages"]["node_modules/@modelcontextprotocol/inspector"]["version"]
-    }
+    locked = {name: lock["packages"][f"node_modules/{name}"]["version"] for name in wanted}
+    assert wanted == locked and set(wanted) == {"@modelcontextprotocol/inspector", "@modelcontextprotocol/core"}
+    # The schemas checked are the ones the Inspector itself applies: one copy of core, the pinned one.
+    copies = [k for k in lock["packages"] if k.endswith("node_modules/@modelcontextprotocol/core")]
+    assert copies == ["node_modules/@modelcontextprotocol/core"], copies
     assert all("resolved" not in entry for entry in lock["packages"].values())
     assert "omit-lockfile-registry-resolved=true" in (folder / ".npmrc").read_text(encoding="utf-8").splitlines()
 
