@@ -104,13 +104,13 @@ def session(peer: Peer) -> dict[str, Any]:
 
     called: set[str] = set()
 
-    def call(name: str, arguments: dict[str, Any], meta: dict[str, Any] | None = None) -> dict[str, Any]:
+    def call(name: str, arguments: dict[str, Any], meta: dict[str, Any] | None = None, fails: bool = False) -> Any:
         params: dict[str, Any] = {"name": name, "arguments": arguments}
         if meta is not None:
             params["_meta"] = meta
         answer = peer.request("tools/call", params)
         called.add(name)
-        assert "result" in answer, answer
+        assert answer["result"].get("isError", False) is fails, answer
         return answer["result"]
 
     coffee = call("remember", {"content": "我每天早上喝一杯拿铁咖啡", "category": "preference", "tags": ["咖啡"]})
@@ -126,7 +126,8 @@ def session(peer: Peer) -> dict[str, Any]:
     call("list", {"limit": 5})
     call("update_session", {"session_id": "wire", "topic": "咖啡", "emotion": {"primary": "happy", "confidence": 0.9}})
     call("extract", {"user_message": "我决定下个月开始学日语", "session_id": "wire"})
-    ops = [{"key": "theme", "action": "add", "category": "user_preferences", "payload": "偏好深色主题"}]
+    theme = {"key": "theme", "action": "add", "category": "user_preferences", "payload": "偏好深色主题"}
+    ops = [{**theme, "importance": 8, "source": "用户输入"}]
     call("apply_changes", {"ops": ops})
     call("edit_profile", {"field": "domains", "action": "add", "text": "机器学习 and databases"})
     call("refresh_profile", {})
@@ -151,7 +152,7 @@ def session(peer: Peer) -> dict[str, Any]:
     assert "error" in unknown_tool or unknown_tool["result"]["isError"] is True
     assert "error" in peer.request("resources/read", {"uri": "memory://memories/mem_000000000000"})
     assert "error" in peer.request("prompts/get", {"name": "extract_memories", "arguments": {}})
-    assert call("remember", {"content": "x", "category": "Bad Category!"})["isError"] is True
+    call("remember", {"content": "x", "category": "Bad Category!"}, fails=True)
     assert peer.request("resources/unsubscribe", {"uri": "memory://stats"})["result"] == {}
     return {"memory_id": memory_id}
 
