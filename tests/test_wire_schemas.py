@@ -153,6 +153,11 @@ def session(peer: Peer) -> dict[str, Any]:
     assert "error" in peer.request("resources/read", {"uri": "memory://memories/mem_000000000000"})
     assert "error" in peer.request("prompts/get", {"name": "extract_memories", "arguments": {}})
     call("remember", {"content": "x", "category": "Bad Category!"}, fails=True)
+    if isinstance(peer, StdioPeer):  # lines that are not messages: answered by the server's own reader
+        peer.send_line(b'{"jsonrpc": "2.0", "id": 1, "meth')
+        assert peer.wait_for(lambda m: m.get("error") and m["id"] is None, "-32700")["error"]["code"] == -32700
+        peer.send_line(b'{"jsonrpc": "2.0", "id": "no-method"}')
+        assert peer.wait_for(lambda m: m.get("id") == "no-method", "-32600")["error"]["code"] == -32600
     assert peer.request("resources/unsubscribe", {"uri": "memory://stats"})["result"] == {}
     return {"memory_id": memory_id}
 
