@@ -4,6 +4,7 @@ stdio on the event loop itself."""
 # No `from __future__ import annotations`, like the other modules that use the SDK's types.
 
 import asyncio
+import errno
 import logging
 import os
 import socket
@@ -25,9 +26,19 @@ from pydantic import ValidationError
 
 from .access import Access, BearerGate, origin_patterns
 from .config import Config
+from .errors import CannotListen
 from .spaces import Opened, Spaces
 
-__all__ = ["MAX_LINE", "http_app", "serve_dashboard", "serve_http", "serve_stdio", "transport_security"]
+__all__ = [
+    "MAX_LINE",
+    "Root",
+    "http_app",
+    "listen_socket",
+    "serve_dashboard",
+    "serve_http",
+    "serve_stdio",
+    "transport_security",
+]
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +54,8 @@ def transport_security(allowed_hosts: Sequence[str]) -> TransportSecuritySetting
 def http_app(server: MCPServer[Spaces], config: Config, access: Access | None, opened: Opened | None = None) -> Any:
     """The ASGI app of HTTP mode: streamable HTTP at /mcp with its request-size limit and
     DNS-rebinding protection, behind the bearer-token gate when tokens are configured; with
-    `opened` (which the server's lifespan fills), the dashboard at /ui over the same namespaces."""
+    `opened` (which the server's lifespan fills), the dashboard at /ui over the same namespaces.
+    `GET /` leads a browser on: to the dashboard, or (without it) to a page naming /mcp."""
     app: Any = server.streamable_http_app(
         streamable_http_path="/mcp",
         max_request_body_size=config.max_body_bytes,
@@ -58,8 +70,38 @@ def http_app(server: MCPServer[Spaces], config: Config, access: Access | None, o
     if opened is not None:
         from . import dashboard  # HTTP only: stdio does not load the dashboard's modules
 
-        return dashboard.beside(app, config, opened, access)
-    return BearerGate(app, access) if access is not None else app
+        return Root(dashboard.beside(app, config, opened, access), dashboard.PREFIX + "/")
+    return Root(BearerGate(app, access) if access is not None else app, None)
+
+
+_ROOT_PAGE = (
+    b"<!doctype html>\n<html lang=en><meta charset=utf-8><title>mcp-memory-server</title>\n"
+    b"<p>This is an MCP server: connect an MCP client (streamable HTTP) to <a href=/mcp>/mcp</a>.</p>\n"
+)
+
+
+class Root:
+    """`GET /` (and HEAD): a redirect to `target` (the dashboard), or with no target a small page
+    that names the MCP endpoint; every other request goes to `app`. Neither says more than the
+    address does, so no token is asked for."""
+
+    def __init__(self, app: Any, target: str | None) -> None:
+        self._app = app
+        self._target = target
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["path"] != "/" or scope["method"] not in ("GET", "HEAD"):
+            await self._app(scope, receive, send)
+            return
+        if self._target is not None:
+            status, body = 302, b""
+            headers = [(b"location", self._target.encode()), (b"content-length", b"0")]
+        else:
+            status, body = 200, _ROOT_PAGE
+            headers = [(b"content-type", b"text/html; charset=utf-8"), (b"content-length", str(len(body)).encode())]
+        headers.append((b"cache-control", b"no-store"))
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": b"" if scope["method"] == "HEAD" else body})
 
 
 class _NoListenStream:
@@ -86,42 +128,72 @@ async def serve_http(
     port: int,
     access: Access | None = None,
     opened: Opened | None = None,
+    ready: Callable[[str], None] | None = None,
 ) -> None:
-    """Serve `http_app`. uvicorn logs through the standard logging setup (stderr), not its own
-    default configuration, which would print access lines to stdout."""
+    """Serve `http_app`; `ready` gets the base URL (`http://host:port`) once the socket listens.
+    uvicorn logs through the standard logging setup (stderr), not its own default configuration,
+    which would print access lines to stdout. Raises CannotListen when the address is taken."""
     if config.stateless_http and not config.state_keys:
         log.warning(
             "stateless without MCP_MEMORY_STATE_KEYS: a 2026-07-28 call that asks the client's model (extract, "
             "refresh_profile) fails when its second round reaches another replica; give every replica the same key"
         )
-    await _serve(http_app(server, config, access, opened), host, port)
+    await _serve(http_app(server, config, access, opened), host, port, ready)
 
 
 async def serve_dashboard(
     config: Config, host: str, port: int, access: Access | None, ready: Callable[[str], None]
 ) -> None:
     """Serve only the dashboard; `ready` gets its URL once the socket listens (the port bound,
-    for port 0)."""
+    for port 0). Raises CannotListen when the address is taken."""
     from . import dashboard
 
-    await _serve(dashboard.standalone(config, access), host, port, ready)
+    app = Root(dashboard.standalone(config, access), dashboard.PREFIX + "/")
+    await _serve(app, host, port, lambda base: ready(base + dashboard.PREFIX))
+
+
+def listen_socket(host: str, port: int) -> socket.socket:
+    """The server's socket, bound as uvicorn binds it. Bound here, before anything starts: a port
+    in use is one clear error, not uvicorn's log lines after the database was opened for nothing."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        name = f"[{host}]" if ":" in host else host
+        raise CannotListen(f"cannot listen on {name}:{port}: {_why(exc)}") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def _why(exc: OSError) -> str:
+    if isinstance(exc, socket.gaierror):
+        return "no such host name"
+    reasons = {
+        errno.EADDRINUSE: "the address is already in use (another server on that port?); choose another with --port",
+        errno.EACCES: "permission denied (ports below 1024 need privileges)",
+        errno.EADDRNOTAVAIL: "the address is not one of this machine's",
+    }
+    return reasons.get(exc.errno or 0, exc.strerror or str(exc))
 
 
 async def _serve(app: Any, host: str, port: int, ready: Callable[[str], None] | None = None) -> None:
     import uvicorn
 
-    from .dashboard import PREFIX
+    sock = listen_socket(host, port)
+    name = f"[{host}]" if ":" in host else host
 
     class Server(uvicorn.Server):
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
             await super().startup(sockets)
             if ready is not None and self.started:
-                bound = self.servers[0].sockets[0].getsockname()[1] if self.servers else port
-                name = f"[{host}]" if ":" in host else host
-                ready(f"http://{name}:{bound}{PREFIX}")
+                ready(f"http://{name}:{sock.getsockname()[1]}")
 
     level = logging.getLogger().getEffectiveLevel()
-    await Server(uvicorn.Config(app, host=host, port=port, log_config=None, log_level=level)).serve()
+    with sock:
+        await Server(uvicorn.Config(app, host=host, port=port, log_config=None, log_level=level)).serve([sock])
 
 
 async def serve_stdio(server: MCPServer[Spaces]) -> None:
