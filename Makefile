@@ -59,5 +59,17 @@ $(INSPECTOR)/node_modules/.installed-stamp: $(INSPECTOR)/package.json $(INSPECTO
 inspector: $(INSPECTOR)/node_modules/.installed-stamp
 unit: inspector
 
+# The MCP conformance suite for tests/test_conformance.py, pinned in .ci/conformance with the Node.js
+# it needs (>= 22, the npm package `node`: no system Node.js of that version is required, only npm).
+CONFORMANCE := .ci/conformance
+$(CONFORMANCE)/node_modules/.installed-stamp: $(CONFORMANCE)/package.json $(CONFORMANCE)/package-lock.json
+	@command -v npm >/dev/null || { echo "make conformance: npm not found; install Node.js (with npm) for the MCP conformance check" >&2; exit 1; }
+	cd $(CONFORMANCE) && npm ci --no-audit --no-fund
+	touch $@
+
+.PHONY: conformance
+conformance: $(CONFORMANCE)/node_modules/.installed-stamp
+unit: conformance
+
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

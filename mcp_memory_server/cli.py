@@ -274,14 +274,19 @@ def _serve(config: Config, args: argparse.Namespace) -> int:
         return 0
     host, port = args.host, _SERVE_PORT if args.port is None else args.port
     access = _access(config, host, args.allow_unauthenticated)
-    url = f"http://{host}:{port}/mcp"
-    log.info("serving MCP over streamable HTTP at %s%s", url, " (stateless)" if config.stateless_http else "")
-    log.info("web dashboard at http://%s:%s/ui", host, port)
-    log.info(
-        "try it: npx @modelcontextprotocol/inspector, then connect with transport 'Streamable HTTP' and URL %s", url
-    )
+
+    def serving(base: str) -> None:  # once the socket listens: the port is ours
+        url = f"{base}/mcp"
+        log.info("serving MCP over streamable HTTP at %s%s", url, " (stateless)" if config.stateless_http else "")
+        log.info("web dashboard at %s/ui", base)
+        log.info(
+            "try it: npx @modelcontextprotocol/inspector, then connect with transport 'Streamable HTTP' and URL %s",
+            url,
+        )
+
     opened = Opened()
-    anyio.run(serve_http, build_server(config, access=access, opened=opened), config, host, port, access, opened)
+    server = build_server(config, access=access, opened=opened)
+    anyio.run(serve_http, server, config, host, port, access, opened, serving)
     return 0
 
 

@@ -5,8 +5,10 @@
     │   └── SecretRefused        the content is essentially a secret (password, key, token, card
     │                            number); nothing was stored
     ├── NotFound                 a memory id (or other named thing) does not exist
-    └── StoreError               the database could not complete an operation (locked too long,
-                                 corrupt, unwritable); nothing was half-applied
+    ├── StoreError               the database could not complete an operation (locked too long,
+    │                            corrupt, unwritable); nothing was half-applied
+    └── CannotListen             the HTTP server could not take its address and port (in use,
+                                 not this machine's, not permitted)
 
 Service functions raise these; the MCP layer turns them into `isError` tool results and the CLI
 into a one-line message and a non-zero exit status.
@@ -14,7 +16,7 @@ into a one-line message and a non-zero exit status.
 
 from __future__ import annotations
 
-__all__ = ["InvalidInput", "MemoryServerError", "NotFound", "SecretRefused", "StoreError"]
+__all__ = ["CannotListen", "InvalidInput", "MemoryServerError", "NotFound", "SecretRefused", "StoreError"]
 
 
 class MemoryServerError(Exception):
@@ -35,3 +37,7 @@ class NotFound(MemoryServerError):
 
 class StoreError(MemoryServerError):
     """The database could not complete the operation; nothing was half-applied."""
+
+
+class CannotListen(MemoryServerError):
+    """The HTTP server could not bind its address and port; nothing was served."""

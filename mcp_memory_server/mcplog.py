@@ -243,7 +243,9 @@ class LogRelay(logging.Handler):
     async def _send(self, connection: Connection, entry: _Entry) -> None:
         with anyio.move_on_after(_SEND_TIMEOUT):
             try:
-                await connection.notify("notifications/message", entry.params.model_dump(mode="json", by_alias=True))
+                # Unset optional fields (`_meta`) stay out: TypeScript clients refuse a null there.
+                params = entry.params.model_dump(mode="json", by_alias=True, exclude_unset=True)
+                await connection.notify("notifications/message", params)
             except Exception as exc:  # the client went away; it leaves when the SDK closes it
                 log.debug("log message not delivered: %r", exc)
 

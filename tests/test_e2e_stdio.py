@@ -195,7 +195,7 @@ _RAW = [
 def _raw_session(env: dict[str, str], kind: str, tmp_path: Path) -> tuple[list[dict[str, Any]], int, str]:
     """Raw JSON-RPC lines to the console script over pipes, sockets (how Node starts a child) or a
     file: each request waits for its answer, then stdin closes. (answers, exit code, stderr)"""
-    if kind == "file":  # only the handshake: the SDK's transport may drop what is in flight at EOF
+    if kind == "file":  # only the handshake: what is in flight when the file ends may go unanswered
         feed = tmp_path / "requests.jsonl"
         feed.write_text(json.dumps(_RAW[0]) + "\n")
         with feed.open("rb") as stdin:
@@ -236,7 +236,7 @@ def _raw_session(env: dict[str, str], kind: str, tmp_path: Path) -> tuple[list[d
 @pytest.mark.parametrize("kind", ["pipe", "socket", "file"])
 async def test_raw_stdio_over_pipes_sockets_and_files(tmp_path: Path, cache_dir: Path, kind: str) -> None:
     """Answers in order, then a clean exit (code 0, no traceback) once stdin closes; pipes and
-    sockets are served on the event loop, a file through the SDK's transport."""
+    sockets are served on the event loop, a file in a worker thread."""
     env = {**_params(tmp_path, cache_dir).env, "MCP_MEMORY_LOG_LEVEL": "WARNING"}  # type: ignore[dict-item]
     answers, code, errors = await anyio.to_thread.run_sync(_raw_session, env, kind, tmp_path)
     assert [a["id"] for a in answers] == ([1] if kind == "file" else [1, 2, 3])
