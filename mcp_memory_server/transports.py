@@ -75,7 +75,7 @@ def http_app(server: MCPServer[Spaces], config: Config, access: Access | None, o
 
 
 _ROOT_PAGE = (
-    b"<!doctype html>\n<html lang=en><meta charset=utf-8><title>mcp-memory-server</title>\n"
+    b"<!doctype html>\n<html lang=en><meta charset=utf-8><title>jiyi</title>\n"
     b"<p>This is an MCP server: connect an MCP client (streamable HTTP) to <a href=/mcp>/mcp</a>.</p>\n"
 )
 

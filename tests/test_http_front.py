@@ -86,7 +86,7 @@ def test_a_port_in_use_is_one_clear_line_and_a_failure(
     assert done.returncode == 1 and done.stdout == "", done
     problems = [line for line in done.stderr.splitlines() if " INFO " not in line]
     assert problems == [
-        f"mcp-memory-server: cannot listen on 127.0.0.1:{busy_port}: the address is already in use "
+        f"jiyi: cannot listen on 127.0.0.1:{busy_port}: the address is already in use "
         "(another server on that port?); choose another with --port"
     ], done.stderr
     assert "serving" not in done.stderr and "uvicorn" not in done.stderr

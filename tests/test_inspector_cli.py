@@ -1,7 +1,7 @@
 """The MCP Inspector's CLI (npm `@modelcontextprotocol/inspector`, pinned in .ci/inspector and
 installed there by `make inspector`, which `make test` runs), at its defaults, against the installed
 server over stdio and over streamable HTTP: tools/list, a call of every tool, resources/read and
-prompts/get. Over stdio each Inspector process starts `mcp-memory-server` with no argument and no
+prompts/get. Over stdio each Inspector process starts `jiyi` with no argument and no
 environment of the test's own: the only thing the test sets is HOME, a fresh directory, so the
 server's default database and the Inspector's own files land there instead of the user's home.
 Any non-zero exit, `isError`, output that is not JSON or a wrong answer fails. Outside CI a machine
