@@ -1,4 +1,4 @@
-"""The user profile (seed 004, 5.2.7): who the user is and what is worth remembering for them,
+"""The user profile: who the user is and what is worth remembering for them,
 synthesised from their core memories, every item citing the memories it rests on.
 
 The profile lives in the `profile` table (its items, the manual edits, whether it is stale) and,
@@ -22,7 +22,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError
 
 from .errors import InvalidInput
-from .models import Draft, Memory, Model
+from .models import Draft, Memory, Model, SharedModel
 from .profile_scrub import PROFILE_KEY
 from .retrieve import extract_keywords
 from .rows import COLUMNS, iso, row_to_memory, utcnow
@@ -76,7 +76,7 @@ class ProfileItem(Model):
     manual: bool = Field(description="Written by hand (edit_profile): kept through every re-synthesis.")
 
 
-class Profile(Model):
+class Profile(SharedModel):
     summary: ProfileItem
     domains: list[ProfileItem]
     high_value_signals: list[ProfileItem]
