@@ -150,6 +150,12 @@ def _compact(result: CallToolResult | InputRequiredResult) -> CallToolResult | I
         return result
     if len(result.content) != 1 or not isinstance(result.content[0], TextContent):
         return result  # not the SDK's rendering of the structured result: left as the tool made it
+    try:
+        rendered = json.loads(result.content[0].text)
+    except ValueError:
+        return result  # a plain value's text (a tool returning a str): left as it is
+    if rendered != result.structured_content:
+        return result
     text = json.dumps(result.structured_content, ensure_ascii=False, separators=(",", ":"))
     return result.model_copy(update={"content": [TextContent(type="text", text=text)]})
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-__all__ = ["explain"]
+__all__ = ["explain", "problems"]
 
 MAX_REPORTED = 5  # errors named in the line; the rest are counted
 _ECHO_CHARS = 40  # an enum value sent back is cut to this
@@ -39,11 +39,17 @@ _EXPECTED = {
 def explain(tool: str, error: ValidationError, schema: Mapping[str, Any] | None = None) -> str:
     """`tool: `arg` rule (got ...)`, one clause per failed argument. `schema` is the tool's input
     schema, for the other side of a range (pydantic reports only the bound that was crossed)."""
+    return f"{tool}: {problems(error, schema)}"
+
+
+def problems(error: ValidationError, schema: Mapping[str, Any] | None = None) -> str:
+    """`arg` rule (got ...); ... for every failed value, the first few named and the rest counted:
+    also for a JSON object an argument carries, checked against a model of ours."""
     details = error.errors(include_url=False)
     parts = [_clause(detail, schema or {}) for detail in details[:MAX_REPORTED]]
     if len(details) > MAX_REPORTED:
         parts.append(f"and {len(details) - MAX_REPORTED} more")
-    return f"{tool}: " + "; ".join(parts)
+    return "; ".join(parts)
 
 
 def _clause(detail: Any, schema: Mapping[str, Any]) -> str:
@@ -81,7 +87,9 @@ def _clause(detail: Any, schema: Mapping[str, Any]) -> str:
         return f"{name} must be one of {allowed} (got {_shown(value)})"
     if kind in _EXPECTED:
         return f"{name} must be {_EXPECTED[kind]} (got {_shown(value)})"
-    message = str(detail.get("msg", "is invalid"))
+    message = str(detail.get("msg", "is invalid")).removeprefix("Value error, ")
+    if not loc:  # a rule on the whole object (a model validator's own sentence)
+        return message
     return f"{name} is invalid: {message[:1].lower()}{message[1:]}"
 
 

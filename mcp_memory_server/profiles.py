@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
+from .arg_errors import problems
 from .errors import InvalidInput
 from .models import Draft, Memory, Model, SharedModel
 from .profile_scrub import PROFILE_KEY
@@ -301,8 +302,10 @@ async def store_model_answer(store: Store, answer: Mapping[str, Any] | str) -> P
     try:
         value = json.loads(answer) if isinstance(answer, str) else dict(answer)
         parsed = _ModelAnswer.model_validate(value)
-    except (json.JSONDecodeError, ValidationError, TypeError) as exc:
-        raise InvalidInput(f"the profile is not in the synthesize_profile shape: {str(exc)[:300]}") from None
+    except ValidationError as exc:
+        raise InvalidInput(f"the profile is not in the synthesize_profile shape: {problems(exc)}") from None
+    except (json.JSONDecodeError, TypeError) as exc:
+        raise InvalidInput(f"the profile is not a JSON object in the synthesize_profile shape ({exc})") from None
     data = {
         field: (
             [_item(i.text, i.sources) for i in getattr(parsed, field)]

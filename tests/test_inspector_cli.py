@@ -98,11 +98,9 @@ def test_the_inspector_cli_drives_every_kind_of_request(inspector: str, tmp_path
         *("--tool-arg", "content=我每天早上喝一杯拿铁咖啡", "--tool-arg", "category=preference"),
         *("--tool-arg", "importance=0.8", "--tool-arg", 'tags=["咖啡", "morning"]'),
     )
-    memory = stored["structuredContent"]["memory"]
-    assert stored["structuredContent"]["action"] == "created"
-    assert memory["content"] == "我每天早上喝一杯拿铁咖啡" and memory["importance"] == 0.8
-    assert memory["tags"] == ["咖啡", "morning"] and memory["client"] == "inspector-cli"
-    assert json.loads(_text(stored["content"]))["id"] == memory["id"]
+    memory = stored["structuredContent"]
+    assert memory["action"] == "created"
+    assert json.loads(_text(stored["content"])) == memory
 
     found = _run(
         inspector, db, cache_dir, "--method", "tools/call", "--tool-name", "recall", "--tool-arg", "query=我喝什么咖啡"
@@ -119,7 +117,9 @@ def test_the_inspector_cli_drives_every_kind_of_request(inspector: str, tmp_path
 
     uri = f"memory://memories/{memory['id']}"
     read = _run(inspector, db, cache_dir, "--method", "resources/read", "--uri", uri)
-    assert json.loads(read["contents"][0]["text"])["content"] == "我每天早上喝一杯拿铁咖啡"
+    whole = json.loads(read["contents"][0]["text"])
+    assert whole["content"] == "我每天早上喝一杯拿铁咖啡" and whole["importance"] == 0.8
+    assert whole["tags"] == ["咖啡", "morning"] and whole["client"] == "inspector-cli"
 
     assert "extract_memories" in PROMPTS
     prompt = _run(
