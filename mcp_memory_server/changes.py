@@ -1,7 +1,7 @@
-"""Change operations (seed 000): a JSON array of `add` / `del` operations that a model emits after
+"""Change operations: a JSON array of `add` / `del` operations that a model emits after
 reading an exchange and the related memories, applied in one transaction: all or nothing.
 
-An operation names its memory by `key`. The seed's keys look like `mem_001`; ours are ids
+An operation names its memory by `key`. The original format's keys look like `mem_001`; ours are ids
 (`mem_12`) or key slots (`user.city`). A key resolves to the memory holding that key slot, else to
 the memory with that exact id; an `add` whose key resolves to nothing creates a memory under that
 key slot, so a later operation with the same key finds it again. Counters and timestamps are the
@@ -26,7 +26,7 @@ from .tx import Tx
 
 __all__ = ["MANAGED_FIELDS", "ApplyChangesResult", "ChangeOp", "ChangeOutcome", "apply_changes"]
 
-# The seeds' program-managed fields (and ours): never taken from a model.
+# Program-managed fields, of the original format and ours: never taken from a model.
 MANAGED_FIELDS = frozenset(
     {
         "trigger_count",
@@ -42,25 +42,23 @@ MANAGED_FIELDS = frozenset(
 
 
 class ChangeOp(BaseModel):
-    """One operation, as a model writes it (seed 000's format)."""
+    """One operation, as a model writes it."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     key: str = Field(
         min_length=1,
         max_length=validate.MAX_KEY_CHARS,
-        description="The memory's id (mem_12) or key slot; a key no memory has yet creates a new memory.",
+        description="Memory id or key slot; a new key creates one.",
     )
-    action: Literal["add", "del"] = Field(description="add: create or replace the memory; del: delete it.")
+    action: Literal["add", "del"] = Field(description="add: create or replace; del: delete.")
     category: str = Field(
         max_length=40,
-        description="lower_snake category. For del it must be the memory's current category.",
+        description="For del, the memory's current one.",
     )
-    payload: str | None = Field(default=None, description="add: the memory's full new text, self-contained.")
-    importance: float | None = Field(default=None, ge=1, le=10, description="add: 1-10 (stored as 0.1-1.0).")
-    source: str | None = Field(
-        default=None, max_length=20, description="add: user, assistant or both (用户输入 / AI输出 accepted)."
-    )
+    payload: str | None = Field(default=None, description="add (required): the full new text.")
+    importance: float | None = Field(default=None, ge=1, le=10, description="add (required): 1-10.")
+    source: str | None = Field(default=None, max_length=20, description="add (required): user, assistant or both.")
     tags: list[str] = Field(default_factory=list, description="add: short labels.")
 
     @model_validator(mode="after")

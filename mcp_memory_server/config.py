@@ -71,10 +71,10 @@ class Config:
     strategy_overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: MappingProxyType({}))
     sampling_timeout_s: float = 60.0  # how long the sieve waits for the client's model
     markdown_language: str = "auto"  # headings of memory://MEMORY.md: zh, en, or auto (by the memories)
-    markdown_limit: int = 5000  # its soft limit in characters (seed 001)
-    sieve_instructions: str = ""  # the user's own instructions for the extractor (seed 004, 5.2.8)
+    markdown_limit: int = 5000  # its soft limit in characters
+    sieve_instructions: str = ""  # the user's own instructions for the extractor
 
-    # ---- lifecycle (SPEC 5, seed 000's cleanup and keep rules, seed 003's working memory) ----
+    # ---- lifecycle (SPEC 5: cleanup and its keep rules, the working memory of sessions) ----
     # Cleanup applies only when the namespace holds more than this many live memories.
     cleanup_min_memories: int = 50
     # Rule "unused": accessed fewer than `cleanup_unused_accesses` times, not for this many days.

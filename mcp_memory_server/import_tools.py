@@ -20,9 +20,8 @@ __all__ = ["add_import_tools"]
 def add_import_tools(server: MCPServer[Spaces], config: Config) -> None:
     @server.tool(
         description=(
-            "Import memories from a file's text: this server's JSON export, the reference memory server's "
-            "memory.jsonl, a mem0 or OpenMemory export, or a MEMORY.md. All or nothing; importing the same text "
-            "again changes nothing. Reports progress when asked."
+            "Import a file's text: this server's JSON export, memory.jsonl, a mem0 or OpenMemory export, or "
+            "MEMORY.md. All or nothing; importing it again changes nothing."
         ),
         annotations=ToolAnnotations(
             title="Import memories", read_only_hint=False, destructive_hint=False, idempotent_hint=True
@@ -35,12 +34,12 @@ def add_import_tools(server: MCPServer[Spaces], config: Config) -> None:
             Field(
                 min_length=1,
                 max_length=config.max_body_bytes,
-                description="The file's whole text (a zip or gzip file: unpack it, or use the CLI's import).",
+                description="The file's whole text (unpack a zip or gzip first).",
             ),
         ],
         format: Annotated[
             Literal["auto", "json", "memory-jsonl", "mem0", "markdown"],
-            Field(description="The text's format; auto: guessed from the text."),
+            Field(description="auto: guessed from the text."),
         ] = "auto",
     ) -> ImportSummary:
         async def progress(done: int, total: int) -> None:

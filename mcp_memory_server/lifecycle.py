@@ -1,6 +1,6 @@
-"""The memory lifecycle (SPEC 5; seed 000's 记忆清理 and 保留规则; seed 003's working memory).
+"""The memory lifecycle (SPEC 5: cleanup and its keep rules; the working memory of sessions).
 
-- `cleanup` selects memories by seed 000's rules (rarely used, unimportant and stale, duplicate
+- `cleanup` selects memories by its rules (rarely used, unimportant and stale, duplicate
   copies), lets the keep rules save what they cover, and archives the rest: never a deletion,
   and a dry run only reports.
 - `restore` brings archived memories back under their old ids, history included.
@@ -44,7 +44,7 @@ _ABANDONED = timedelta(hours=1)  # a sieve run still waiting for the client's mo
 
 
 def _keep_rule(row: CleanupRow, config: Config, recent_since: str) -> KeepRule | None:
-    """The first keep rule that saves a selected memory, if any (seed 000's 保留规则)."""
+    """The first keep rule that saves a selected memory, if any."""
     if row.importance >= config.keep_importance:
         return "important"
     if row.access_count >= config.keep_accesses:

@@ -37,7 +37,7 @@ Outcome = Literal["stored", "nothing", "extracted", "empty", "skipped", "unsuppo
 
 
 class ValueParts(Model):
-    """Seed 002's value score of one item and its parts (dimensions 0-10)."""
+    """The value score of one item and its parts (dimensions 0-10)."""
 
     forced: bool = Field(description="The user explicitly asked to remember it: always stored.")
     importance: float

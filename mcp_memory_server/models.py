@@ -34,6 +34,7 @@ __all__ = [
     "RestoreConflict",
     "RestoreResult",
     "SessionState",
+    "SharedModel",
     "Source",
     "Stage",
     "Stats",
@@ -73,7 +74,7 @@ KNOWN_CATEGORIES: tuple[str, ...] = (
 )
 CATEGORY_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 
-# The seeds name sources in several ways; all of them mean one of `Source`.
+# Prompts and other tools name sources in several ways; all of them mean one of `Source`.
 SOURCE_ALIASES: dict[str, Source] = {
     "用户输入": "user",
     "用户": "user",
@@ -136,16 +137,33 @@ def _flat_schema(schema: dict[str, Any], cls: type[BaseModel]) -> None:
     """Shape a result model's JSON schema for clients that validate every tool result against it
     (the Python SDK's client does, with jsonschema, at a cost that grows with the subschemas it
     walks): nested models inline instead of `$defs`/`$ref`, nullable fields as type lists, no
-    generated titles and no `additionalProperties: false`. Same fields, types, enums, required
-    lists and descriptions."""
+    generated titles and no `additionalProperties: false`. Same fields, types and enums.
+    Every model reads the schema of every tool at every start, so the schema says no more than a
+    result's shape: no descriptions (the field descriptions in the code are for its readers and
+    the reference docs) and no `required` lists (every field of a result is always present, which
+    the reference docs say once instead of every schema saying it for every object)."""
+    _shape(schema, cls, inline=True)
+
+
+def _shared_schema(schema: dict[str, Any], cls: type[BaseModel]) -> None:
+    """`_flat_schema` for a result whose nested model repeats (the profile's item, six times):
+    that model once under `$defs`, a `$ref` at each use. Fine for a tool called now and then;
+    the ones called on every turn stay inline for the client's validation."""
+    _shape(schema, cls, inline=False)
+
+
+def _shape(schema: dict[str, Any], cls: type[BaseModel], *, inline: bool) -> None:
     schema.pop("title", None)
+    schema.pop("description", None)
+    schema.pop("required", None)
     schema.pop("additionalProperties", None)
     props: dict[str, Any] = schema.get("properties", {})
     for name, prop in props.items():
         prop.pop("title", None)
+        prop.pop("description", None)
         field = cls.model_fields.get(name)
         nested = _models_in(field.annotation) if field is not None else set()
-        if len(nested) == 1:
+        if inline and len(nested) == 1:
             prop = _inline(prop, *nested)
         props[name] = _nullable(prop)
     if "$ref" not in repr(props):  # every nested model is inlined: the definitions are not needed
@@ -154,6 +172,12 @@ def _flat_schema(schema: dict[str, Any], cls: type[BaseModel]) -> None:
 
 class Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=_flat_schema)
+
+
+class SharedModel(Model):
+    """A result model whose nested models are defined once in its schema (see `_shared_schema`)."""
+
+    model_config = ConfigDict(json_schema_extra=_shared_schema)
 
 
 class Memory(Model):

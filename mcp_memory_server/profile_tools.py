@@ -77,8 +77,8 @@ def _json_part(text: str) -> str:
 def add_profile_tools(server: MCPServer[Spaces]) -> None:
     @server.tool(
         description=(
-            "Synthesise the user profile again from the core memories: by your model when the client can sample, "
-            "else by rules; or store `profile`, your own answer to the synthesize_profile prompt. Manual edits stay."
+            "Synthesise the user profile from the core memories again (by your model if the client can sample, "
+            "else by rules), or store `profile`, your synthesize_profile answer. Manual edits stay."
         ),
         annotations=ToolAnnotations(title="Refresh profile", read_only_hint=False, destructive_hint=False),
     )
@@ -86,7 +86,7 @@ def add_profile_tools(server: MCPServer[Spaces]) -> None:
         ctx: Ctx,
         profile: Annotated[
             dict[str, Any] | None,
-            Field(description="A synthesize_profile answer to store instead of synthesising: {summary, domains, ...}."),
+            Field(description="A synthesize_profile answer to store."),
         ] = None,
         asked: Annotated[Any, Resolve(_synthesis_request)] = None,
     ) -> Profile:
@@ -94,8 +94,8 @@ def add_profile_tools(server: MCPServer[Spaces]) -> None:
 
     @server.tool(
         description=(
-            "Correct the user profile by hand: add or remove an item of domains, high_value_signals, "
-            "low_value_signals or active_projects, or set the summary or language_preferences. Survives refreshes."
+            "Correct the user profile by hand, kept through refreshes: add or remove an item of a list, or set "
+            "summary or language_preferences."
         ),
         annotations=ToolAnnotations(title="Edit profile", read_only_hint=False, destructive_hint=False),
     )
@@ -110,11 +110,9 @@ def add_profile_tools(server: MCPServer[Spaces]) -> None:
                 "low_value_signals",
                 "active_projects",
             ],
-            Field(description="The part of the profile to change."),
+            Field(description="Part of the profile."),
         ],
-        action: Annotated[
-            Literal["add", "remove", "set"], Field(description="add/remove for the lists, set for the two texts.")
-        ],
+        action: Annotated[Literal["add", "remove", "set"], Field(description="add/remove for lists, set for texts.")],
         text: Annotated[str, Field(min_length=1, max_length=500, description="The item or text.")],
     ) -> Profile:
         return await tool_call(profiles.edit_profile(state(ctx).store, field, action, text))

@@ -1,4 +1,4 @@
-"""The user profile (seed 004, 5.2.7): who the user is and what is worth remembering for them,
+"""The user profile: who the user is and what is worth remembering for them,
 synthesised from their core memories, every item citing the memories it rests on.
 
 The profile lives in the `profile` table (its items, the manual edits, whether it is stale) and,
@@ -21,8 +21,9 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
+from .arg_errors import problems
 from .errors import InvalidInput
-from .models import Draft, Memory, Model
+from .models import Draft, Memory, Model, SharedModel
 from .profile_scrub import PROFILE_KEY
 from .retrieve import extract_keywords
 from .rows import COLUMNS, iso, row_to_memory, utcnow
@@ -76,7 +77,7 @@ class ProfileItem(Model):
     manual: bool = Field(description="Written by hand (edit_profile): kept through every re-synthesis.")
 
 
-class Profile(Model):
+class Profile(SharedModel):
     summary: ProfileItem
     domains: list[ProfileItem]
     high_value_signals: list[ProfileItem]
@@ -301,8 +302,10 @@ async def store_model_answer(store: Store, answer: Mapping[str, Any] | str) -> P
     try:
         value = json.loads(answer) if isinstance(answer, str) else dict(answer)
         parsed = _ModelAnswer.model_validate(value)
-    except (json.JSONDecodeError, ValidationError, TypeError) as exc:
-        raise InvalidInput(f"the profile is not in the synthesize_profile shape: {str(exc)[:300]}") from None
+    except ValidationError as exc:
+        raise InvalidInput(f"the profile is not in the synthesize_profile shape: {problems(exc)}") from None
+    except (json.JSONDecodeError, TypeError) as exc:
+        raise InvalidInput(f"the profile is not a JSON object in the synthesize_profile shape ({exc})") from None
     data = {
         field: (
             [_item(i.text, i.sources) for i in getattr(parsed, field)]

@@ -109,7 +109,7 @@ def add_prompts(server: MCPServer[Spaces]) -> None:
     @server.prompt(
         title="Evaluate memory",
         description=(
-            "Score one piece of information on seed 002's dimensions and decide store / working / skip; the "
+            "Score one piece of information on six value dimensions and decide store / working / skip; the "
             "answer's `memory` holds remember's arguments."
         ),
     )

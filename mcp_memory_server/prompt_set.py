@@ -1,6 +1,6 @@
-"""The prompts beyond extraction, in our own words after the seeds: detecting change operations
-(seed 000), evaluating one piece of information (seed 002), answering with memory and a response
-strategy in one call (seed 003) and synthesising the user profile (seed 004).
+"""The prompts beyond extraction, in our own words: detecting change operations, evaluating one
+piece of information, answering with memory and a response strategy in one call, and
+synthesising the user profile.
 
 Each prompt asks for JSON in exactly the shape one of our tools accepts, so what a model answers
 can be passed on unchanged: `detect_memory_changes` -> `apply_changes(ops)`, `evaluate_memory`

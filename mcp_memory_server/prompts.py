@@ -93,7 +93,7 @@ _EXAMPLE = {
 
 
 def extract_memories(user_message: str, assistant_message: str, calibration: str = "") -> str:
-    """The extraction prompt for one exchange (seed 004's deep channel, in our words), with the
+    """The extraction prompt for one exchange (the sieve's deep channel), with the
     calibration block (see `calibration`) appended when there is one."""
     prompt = _EXTRACTION.format(
         categories=_CATEGORY_GUIDE,
@@ -113,7 +113,7 @@ def calibration(
     projects: Sequence[str] = (),
     instructions: str = "",
 ) -> str:
-    """What the extractor should know about this user (seed 004: the profile calibrates
+    """What the extractor should know about this user (the profile calibrates
     extraction), plus the instructions the user configured; "" when there is nothing."""
     parts: list[str] = []
     if summary:

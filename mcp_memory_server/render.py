@@ -1,4 +1,4 @@
-"""MEMORY.md (seed 001): the core memories as one Markdown file a person can read and an assistant
+"""MEMORY.md: the core memories as one Markdown file a person can read and an assistant
 can load at the start of a conversation, and the way back from such a file to memories.
 
 Rendering: four sections in this order, each showing the core memories of its categories

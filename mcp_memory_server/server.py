@@ -16,7 +16,7 @@ from mcp.server.request_state import RequestStateSecurity
 
 from . import __version__, prompts
 from .access import Access, request_namespace
-from .app import carry_state
+from .app import MemoryServer, carry_state
 from .config import Config
 from .import_tools import add_import_tools
 from .mcplog import LogRelay
@@ -82,7 +82,7 @@ def build_server(
             finally:
                 tasks.cancel_scope.cancel()
 
-    server: MCPServer[Spaces] = MCPServer(
+    server = MemoryServer(
         SERVER_NAME,
         title="Memory",
         description="Persistent long-term memory shared by every MCP client; Chinese and English search.",

@@ -31,12 +31,15 @@ from .app import (
     state,
     tool_call,
 )
-from .sessions import MAX_TOPIC_CHARS, MAX_VARIABLES, SessionResult
+from .sessions import MAX_TOPIC_CHARS, MAX_VARIABLES
 from .sieve import MAX_TOKENS, ExtractResult, Sieve
 from .spaces import Spaces
 from .strategy import Emotion
 from .validate import MAX_SESSION_CHARS
 from .validate import session_id as validate_session_id
+from .views import ExtractView, TurnView
+from .views import extract as extract_view
+from .views import turn as turn_view
 
 __all__ = ["add_session_tools"]
 
@@ -108,9 +111,8 @@ async def _extract(
 def add_session_tools(server: MCPServer[Spaces]) -> None:
     @server.tool(
         description=(
-            "Record one conversation turn: counts it, sets the topic (recall with this session_id then favours "
-            "it), records the user's emotion and returns the response strategy for it (tone, length, "
-            "whether to ask back). Unknown or low-confidence emotions get the neutral strategy."
+            "Record a conversation turn (topic, the user's emotion, variables); returns the response strategy "
+            "for the emotion. recall with this session_id favours the topic."
         ),
         annotations=ToolAnnotations(
             title="Update session", read_only_hint=False, destructive_hint=False, idempotent_hint=False
@@ -118,34 +120,31 @@ def add_session_tools(server: MCPServer[Spaces]) -> None:
     )
     async def update_session(
         ctx: Ctx,
-        session_id: Annotated[
-            str, Field(min_length=1, max_length=MAX_SESSION_CHARS, description="The conversation's id.")
-        ],
+        session_id: Annotated[str, Field(min_length=1, max_length=MAX_SESSION_CHARS, description="Conversation id.")],
         topic: Annotated[
             str | None,
-            Field(max_length=MAX_TOPIC_CHARS, description="Current topic in a few words; empty string clears it."),
+            Field(max_length=MAX_TOPIC_CHARS, description="Topic in a few words; empty clears it."),
         ] = None,
-        emotion: Annotated[
-            Emotion | None, Field(description="The user's emotion in their last message, with your confidence.")
-        ] = None,
+        emotion: Annotated[Emotion | None, Field(description="The user's emotion in their last message.")] = None,
         variables: Annotated[
             dict[str, Any] | None,
             Field(
                 max_length=MAX_VARIABLES,
                 json_schema_extra={"maxProperties": MAX_VARIABLES},
-                description="Context variables to set for this session (null removes one), e.g. {'city': '杭州'}.",
+                description="Variables to set; a null value removes one.",
             ),
         ] = None,
-    ) -> SessionResult:
-        return await tool_call(
+    ) -> TurnView:
+        result = await tool_call(
             state(ctx).sessions.update(session_id, topic=topic, emotion=emotion, variables=variables)
         )
+        return turn_view(result)
 
     @server.tool(
         description=(
-            "Run the memory sieve on one exchange: high-signal sentences of the user's message (preferences, "
-            "identity, decisions, corrections, to-dos, 'remember ...') are stored at once; the client's model, "
-            "when it can sample, extracts the rest into this session's working memory. Secrets are never stored."
+            "Sieve one exchange: the user's high-signal sentences (preferences, identity, decisions, corrections, "
+            "to-dos, 'remember ...') are stored now; the client's model, if it can sample, extracts the rest into "
+            "working memory. Secrets are never stored."
         ),
         annotations=ToolAnnotations(
             title="Extract memories", read_only_hint=False, destructive_hint=False, idempotent_hint=True
@@ -157,15 +156,15 @@ def add_session_tools(server: MCPServer[Spaces]) -> None:
             str, Field(min_length=1, max_length=MAX_MESSAGE_CHARS, description="What the user said.")
         ],
         assistant_message: Annotated[
-            str, Field(max_length=MAX_MESSAGE_CHARS, description="What the assistant answered (may be empty).")
+            str, Field(max_length=MAX_MESSAGE_CHARS, description="What the assistant answered.")
         ] = "",
         session_id: Annotated[
             str | None,
             Field(
                 max_length=MAX_SESSION_CHARS,
-                description="The conversation's id: deep memories go to its working memory.",
+                description="Conversation id, for working memory.",
             ),
         ] = None,
         deep: Annotated[Any, Resolve(_deep_request)] = None,
-    ) -> ExtractResult:
-        return await tool_call(_extract(ctx, user_message, assistant_message, session_id, deep))
+    ) -> ExtractView:
+        return extract_view(await tool_call(_extract(ctx, user_message, assistant_message, session_id, deep)))

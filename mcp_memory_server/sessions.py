@@ -1,4 +1,4 @@
-"""Working memory of a conversation (seed 003): its topic, context variables, turn count and the
+"""Working memory of a conversation: its topic, context variables, turn count and the
 user's last emotion, and the response strategy that emotion calls for.
 
 An assistant calls `update_session` once per turn. The topic makes `recall(session_id=...)` add

@@ -31,16 +31,16 @@ __all__ = [
 
 @dataclass(frozen=True, kw_only=True)
 class ScoreWeights:
-    """Weights of the retriever's final score (SPEC 3.3): the seed's, except frequency."""
+    """Weights of the retriever's final score (SPEC 3.3): the original design's, except frequency."""
 
     keyword: float = 0.40
     category: float = 0.20
     recency: float = 0.15
-    frequency: float = 0.05  # the seed's 0.10 halved: both benchmarks gain (BENCHMARKS.md)
+    frequency: float = 0.05  # the original design's 0.10 halved: both benchmarks gain (BENCHMARKS.md)
     confidence: float = 0.15
 
 
-# Seed 000's core information (user preferences, coding style) and the identity and profile memories.
+# The core information of the original design (user preferences, coding style) and the identity and profile memories.
 DEFAULT_KEEP_CATEGORIES = ("identity", "preference", "user_preferences", "coding_style", "profile")
 
 

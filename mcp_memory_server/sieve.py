@@ -1,10 +1,10 @@
-"""The memory sieve (seed 004): what from one exchange is worth keeping.
+"""The memory sieve: what from one exchange is worth keeping.
 
 Two channels. The fast one reads the user's message for high-signal sentences (corrections,
 preferences, identity, decisions, to-dos, "remember this") and writes them at once, core memory
 when their value score says so. The deep one asks the client's model, through MCP sampling, for
 the exchange's memories in JSON, and writes them to the session's working memory. Every item is
-scored by seed 002's value formula (novelty from similarity to what is already stored) and held
+scored by the value formula (novelty from similarity to what is already stored) and held
 back when it carries a secret.
 
 So that a failing or vanished model loses nothing, `begin` writes the fast channel's memories and
@@ -306,7 +306,7 @@ class Sieve:
         assert isinstance(category, str)
         assert isinstance(source, str)
         value = float(importance)
-        if 1 < value <= 10:  # the seeds' 1-10 scale
+        if 1 < value <= 10:  # the prompts' 1-10 scale
             value /= 10
         return await self._consider(
             content.strip(),

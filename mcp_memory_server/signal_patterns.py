@@ -256,7 +256,7 @@ RULES: tuple[Rule, ...] = (
     Rule("important", "insight", _IMPORTANT_INSIGHT),
 )
 
-# Seed 002's forced instruction. Chinese: anywhere, unless the user is the one remembering.
+# The forced instruction. Chinese: anywhere, unless the user is the one remembering.
 ZH_FORCED = _re(
     r"(?:帮我|给我|替我)?(?:记住|记下|记一下|记好|记着|牢记|记录一下|记录下来|请记录|帮我记录|记到|别忘了|别忘记|不要忘了|"
     r"不要忘记|千万别忘了?)|帮我记(?![得忆])"

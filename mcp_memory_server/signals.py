@@ -1,4 +1,4 @@
-"""The memory sieve's fast channel (seed 004 §5.2.3): high-signal sentences found by patterns.
+"""The memory sieve's fast channel: high-signal sentences found by patterns.
 
 No model and no database. A user message is cut into sentences and each sentence yields at most
 one `Signal`: the first kind in `KINDS` order that matches. A correction comes first because it
@@ -50,7 +50,7 @@ __all__ = [
 
 KINDS: tuple[str, ...] = tuple(dict.fromkeys(rule.kind for rule in RULES))
 
-# Seed 004's importance guide: core identity and corrections high, habits and plans a step lower.
+# The importance guide: core identity and corrections high, habits and plans a step lower.
 IMPORTANCE: dict[str, float] = {
     "correction": 0.8,
     "identity": 0.8,
@@ -60,9 +60,9 @@ IMPORTANCE: dict[str, float] = {
     "todo": 0.6,
     "important": 0.7,
 }
-# Something the user told us to remember is never below this (seed 002: forced instructions win).
+# Something the user told us to remember is never below this (forced instructions win).
 FORCED_IMPORTANCE = 0.8
-# Seed 004 skips the deep channel for small talk only when the assistant's reply is short too: a
+# The deep channel is skipped for small talk only when the assistant's reply is short too: a
 # long reply to "thanks" may still carry a conclusion worth keeping.
 SMALL_TALK_REPLY_CHARS = 100
 
@@ -102,13 +102,13 @@ _SPEAKER_REMEMBERS = lazy(r"我(?:已经|都|会|没|没有|能|也|还|一定�
 
 @dataclass(frozen=True)
 class Signal:
-    """One high-signal sentence of a user message, ready to upsert as a core memory (seed 004)."""
+    """One high-signal sentence of a user message, ready to upsert as a core memory."""
 
     category: str  # the memory category to store it under: correction, identity, preference, ...
     content: str  # the sentence without instruction words (记住，/ remember that); never empty
     importance: float  # 0-1, from IMPORTANCE; at least FORCED_IMPORTANCE when forced
     pattern: str  # the kind that matched (one of KINDS), or "forced" when only the instruction did
-    forced: bool  # the user explicitly asked us to remember it (seed 002: always stored)
+    forced: bool  # the user explicitly asked us to remember it (always stored)
 
 
 def split_sentences(text: str) -> list[str]:
@@ -159,7 +159,7 @@ def _units(text: str) -> int:
 
 
 def forced_instruction(text: str) -> bool:
-    """Seed 002's forced memory instruction: the user tells us to remember (记住, 帮我记一下, 别忘了,
+    """A forced memory instruction: the user tells us to remember (记住, 帮我记一下, 别忘了,
     remember that, don't forget, note that, keep in mind). A question about memory (你还记得吗, do
     you remember) or the user's own remembering (我记住了, I remember when) is not one; a polite
     request (你能记住…吗, could you remember…?) is."""
@@ -277,7 +277,7 @@ def _signal(category: str, content: str, importance: float, pattern: str, forced
 
 
 def is_small_talk(user_message: str, assistant_message: str) -> bool:
-    """Seed 004's skip rule for the deep channel: the user's message is only greetings, thanks,
+    """The skip rule for the deep channel: the user's message is only greetings, thanks,
     acknowledgements, laughter, goodbyes or weather chit-chat (好的，谢谢！/ thanks! / 今天天气真好)
     and the assistant's reply is shorter than `SMALL_TALK_REPLY_CHARS`."""
     if len(assistant_message.strip()) >= SMALL_TALK_REPLY_CHARS:

@@ -1,4 +1,4 @@
-"""Emotion -> response strategy (seed 003, decisions 2 and 3): a fixed table, no model involved,
+"""Emotion -> response strategy: a fixed table, no model involved,
 so the same emotion always gets the same strategy and every row can be tested.
 
 The assistant reports the user's emotion as `{primary, category, confidence, indicators}`; an
@@ -41,7 +41,7 @@ CATEGORY_OF: Mapping[str, EmotionCategory] = MappingProxyType(
 
 
 class Emotion(BaseModel):
-    """The user's emotion as the assistant read it from their message."""
+    """The user's emotion, as the assistant read it."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -53,17 +53,13 @@ class Emotion(BaseModel):
             "info_seeking or validation_seeking."
         ),
     )
-    category: str | None = Field(
-        default=None, max_length=20, description="positive, negative, neutral or seeking (derived when omitted)."
-    )
-    confidence: float = Field(ge=0, le=1, description="0.0-1.0: how clear the emotion is.")
-    indicators: list[str] = Field(
-        default_factory=list, max_length=10, description="What showed it, e.g. ['three question marks']."
-    )
+    category: str | None = Field(default=None, max_length=20, description="positive, negative, neutral or seeking.")
+    confidence: float = Field(ge=0, le=1, description="How clear the emotion is.")
+    indicators: list[str] = Field(default_factory=list, max_length=10, description="What showed it.")
 
 
 class Strategy(Model):
-    """How to answer (seed 003's ResponseStrategy)."""
+    """How to answer: the response strategy for an emotion."""
 
     tone: str = Field(description="Tone to take, e.g. empathetic or clear_explanatory.")
     max_length: int = Field(description="Target answer length in characters.")
@@ -86,7 +82,7 @@ def _row(tone: str, max_length: int, question: bool, *, formality: str = "casual
     )
 
 
-# The seed's rows (neutral, happy, sad, anxious, confused, help_seeking) and the rest filled in
+# The original design's rows (neutral, happy, sad, anxious, confused, help_seeking) and the rest filled in
 # their spirit: short and warm for good moods, calm and unhurried for bad ones, longer and
 # structured when the user is after help or information.
 DEFAULT_TABLE: Mapping[str, Strategy] = MappingProxyType(

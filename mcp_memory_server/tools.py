@@ -10,28 +10,28 @@ from mcp.server.mcpserver import MCPServer
 from mcp_types import ToolAnnotations
 from pydantic import Field, WithJsonSchema
 
-from . import lifecycle
+from . import lifecycle, views
 from .app import Ctx, client_name, state, tool_call
 from .changes import ApplyChangesResult, ChangeOp, apply_changes
 from .config import Config
-from .models import CleanupResult, ForgetResult, ListResult, RecallResult, RememberResult, RestoreResult
+from .models import ForgetResult, RestoreResult
 from .spaces import Spaces
 from .validate import MAX_KEY_CHARS, MAX_SESSION_CHARS
+from .views import CleanupView, ListView, RecallView, RememberView
 
 __all__ = ["add_memory_tools"]
 
 
 def add_memory_tools(server: MCPServer[Spaces], config: Config) -> None:
     tag_item = Annotated[str, Field(min_length=1, max_length=config.max_tag_chars)]
-    session_arg = Annotated[
-        str | None,
-        Field(max_length=MAX_SESSION_CHARS, description="Conversation id, to tie working memory to a session."),
+    tags_filter = Annotated[
+        list[tag_item] | None, Field(max_length=config.max_tags, description="Only memories with all these tags.")
     ]
 
     @server.tool(
         description=(
-            "Store one memory. The same key updates it in place (old value kept in history); near-identical "
-            "content in the same category is merged instead of duplicated. The result's action says which."
+            "Store one memory. The same key replaces its value (the old one stays in history); near-identical "
+            "content in the same category is merged. The result's action says which."
         ),
         annotations=ToolAnnotations(
             title="Remember", read_only_hint=False, destructive_hint=False, idempotent_hint=True
@@ -44,44 +44,37 @@ def add_memory_tools(server: MCPServer[Spaces], config: Config) -> None:
             Field(
                 min_length=1,
                 max_length=config.max_content_chars,
-                description=(
-                    "One self-contained fact in the user's language, understandable without this "
-                    "conversation, e.g. 'The user drinks a latte every morning' or '用户每天早上喝一杯拿铁'."
-                ),
+                description="One self-contained fact, in the user's language.",
             ),
         ],
         category: Annotated[
             str,
             Field(
                 max_length=40,
-                description=(
-                    "lower_snake category: identity, preference, decision, fact, insight, todo, correction, "
-                    "skill, relationship, project_state, event, note, or your own."
-                ),
+                description="lower_snake, e.g. identity, preference, decision, fact, todo, event.",
             ),
         ] = "fact",
         key: Annotated[
             str | None,
             Field(
                 max_length=MAX_KEY_CHARS,
-                description=(
-                    "Optional stable slot such as user.city; remembering the same key again replaces the "
-                    "value and keeps the old one in history."
-                ),
+                description="Stable slot such as user.city.",
             ),
         ] = None,
-        importance: Annotated[float, Field(ge=0, le=1, description="0.0-1.0; 0.9+ only for core facts.")] = 0.5,
-        confidence: Annotated[float, Field(ge=0, le=1, description="0.0-1.0: how sure this is true.")] = 0.8,
+        importance: Annotated[float, Field(ge=0, le=1, description="0.9+ only for core facts.")] = 0.5,
+        confidence: Annotated[float, Field(ge=0, le=1, description="How sure it is true.")] = 0.8,
         tags: Annotated[list[tag_item], Field(max_length=config.max_tags, description="Short labels.")] = [],  # noqa: B006
         source: Annotated[
-            str, Field(max_length=20, description=("Who said it: user, assistant, both, system, manual or inferred."))
+            str, Field(max_length=20, description="user, assistant, both, system, manual or inferred.")
         ] = "user",
         tier: Annotated[
-            Literal["core", "working"], Field(description=("core: long-term; working: only for the current session."))
+            Literal["core", "working"], Field(description="core: long-term; working: this session only.")
         ] = "core",
-        session_id: session_arg = None,
-    ) -> RememberResult:
-        return await tool_call(
+        session_id: Annotated[
+            str | None, Field(max_length=MAX_SESSION_CHARS, description="Conversation id, for working memory.")
+        ] = None,
+    ) -> RememberView:
+        result = await tool_call(
             state(ctx).service.remember(
                 content=content,
                 category=category,
@@ -95,12 +88,10 @@ def add_memory_tools(server: MCPServer[Spaces], config: Config) -> None:
                 client=client_name(ctx),
             )
         )
+        return views.remember(result)
 
     @server.tool(
-        description=(
-            "Find the memories most relevant to a query, best first, each with its score breakdown. "
-            "Counts as a use of the memories returned."
-        ),
+        description="Find the memories most relevant to a query, best first; counts as a use of each.",
         annotations=ToolAnnotations(title="Recall", read_only_hint=True, open_world_hint=False),
     )
     async def recall(
@@ -110,33 +101,30 @@ def add_memory_tools(server: MCPServer[Spaces], config: Config) -> None:
             Field(
                 min_length=1,
                 max_length=config.max_query_chars,
-                description=(
-                    "What to look for: key words or the user's question, Chinese or English, e.g. "
-                    "'咖啡' or 'which editor do I use'."
-                ),
+                description="Key words or the user's question, Chinese or English.",
             ),
         ],
-        limit: Annotated[int, Field(ge=1, le=50, description="Most hits to return.")] = config.default_limit,
+        limit: Annotated[int, Field(ge=1, le=50, description="Most hits.")] = config.default_limit,
         category: Annotated[str | None, Field(max_length=40, description="Only this category.")] = None,
-        tags: Annotated[
-            list[tag_item] | None,
-            Field(max_length=config.max_tags, description="Only memories carrying all these tags."),
+        tags: tags_filter = None,
+        session_id: Annotated[
+            str | None, Field(max_length=MAX_SESSION_CHARS, description="Conversation id: favours its topic.")
         ] = None,
-        session_id: session_arg = None,
-    ) -> RecallResult:
-        return await tool_call(
+    ) -> RecallView:
+        result = await tool_call(
             state(ctx).service.recall(query=query, limit=limit, category=category, tags=tags, session_id=session_id)
         )
+        return views.recall(result)
 
     @server.tool(
-        description="Delete memories permanently, with their history and index entries.",
+        description="Delete memories permanently, with their history.",
         annotations=ToolAnnotations(title="Forget", read_only_hint=False, destructive_hint=True, idempotent_hint=True),
     )
     async def forget(
         ctx: Ctx,
         ids: Annotated[
             list[Annotated[str, Field(max_length=40)]],
-            Field(min_length=1, max_length=config.max_batch, description="Ids to delete, e.g. ['mem_12']."),
+            Field(min_length=1, max_length=config.max_batch, description="Memory ids, e.g. mem_12."),
         ],
     ) -> ForgetResult:
         return await tool_call(state(ctx).service.forget(ids))
@@ -150,20 +138,18 @@ def add_memory_tools(server: MCPServer[Spaces], config: Config) -> None:
         ctx: Ctx,
         category: Annotated[str | None, Field(max_length=40, description="Only this category.")] = None,
         tier: Annotated[Literal["core", "working"] | None, Field(description="Only this tier.")] = None,
-        tags: Annotated[
-            list[tag_item] | None,
-            Field(max_length=config.max_tags, description="Only memories carrying all these tags."),
-        ] = None,
+        tags: tags_filter = None,
         order_by: Annotated[
-            Literal["updated", "created", "importance", "accessed"], Field(description="Newest first by this field.")
+            Literal["updated", "created", "importance", "accessed"],
+            Field(description="Sort by this, newest or highest first."),
         ] = "updated",
         limit: Annotated[int, Field(ge=1, le=config.max_page, description="Page size.")] = min(20, config.max_page),
         cursor: Annotated[str | None, Field(max_length=400, description="next_cursor of the previous page.")] = None,
         session_id: Annotated[
-            str | None, Field(max_length=MAX_SESSION_CHARS, description="Only memories written in this conversation.")
+            str | None, Field(max_length=MAX_SESSION_CHARS, description="Only this conversation's.")
         ] = None,
-    ) -> ListResult:
-        return await tool_call(
+    ) -> ListView:
+        result = await tool_call(
             state(ctx).service.list_memories(
                 category=category,
                 tier=tier,
@@ -174,18 +160,19 @@ def add_memory_tools(server: MCPServer[Spaces], config: Config) -> None:
                 session_id=session_id,
             )
         )
+        return views.listed(result)
 
     # The model sees the operation's schema; the service validates each operation itself, so a
     # bad one is reported by its position and field, and program-managed fields are ignored.
     op_schema = ChangeOp.model_json_schema()
-    op_schema["additionalProperties"] = True
+    op_schema.pop("additionalProperties", None)  # other fields are allowed: the service reports or ignores them
+    op_schema.pop("description", None)  # the class's docstring, for readers of the code
 
     @server.tool(
         name="apply_changes",
         description=(
-            "Apply change operations atomically (all or none): add creates or replaces the memory named by "
-            "key (an id like mem_12 or a key slot), del deletes it if its category matches. For the JSON array "
-            "the detect_memory_changes prompt produces."
+            "Apply add/del operations, all or none (e.g. the detect_memory_changes answer): add creates or "
+            "replaces the memory its key names, del deletes it if its category matches."
         ),
         annotations=ToolAnnotations(
             title="Apply memory changes", read_only_hint=False, destructive_hint=True, idempotent_hint=True
@@ -195,7 +182,7 @@ def add_memory_tools(server: MCPServer[Spaces], config: Config) -> None:
         ctx: Ctx,
         ops: Annotated[
             list[dict[str, Any]],
-            Field(min_length=1, max_length=config.max_batch, description="The operations, applied in order."),
+            Field(min_length=1, max_length=config.max_batch, description="Operations, applied in order."),
             WithJsonSchema({"type": "array", "items": op_schema, "minItems": 1, "maxItems": config.max_batch}),
         ],
     ) -> ApplyChangesResult:
@@ -203,9 +190,9 @@ def add_memory_tools(server: MCPServer[Spaces], config: Config) -> None:
 
     @server.tool(
         description=(
-            "Clean up: archive memories unused for 30 days (accessed under twice), unimportant ones unused for 90 "
-            "days and duplicate copies, keeping important, frequently used, recent, core-category and manual ones. "
-            "Only above 50 memories. Nothing is deleted; restore brings them back. dry_run (default) only lists."
+            "Archive memories long unused, unimportant and stale, or duplicated, sparing important, frequent, "
+            "recent, core-category and manual ones; only above 50 memories. restore undoes it. dry_run (default) "
+            "only lists."
         ),
         annotations=ToolAnnotations(
             title="Clean up", read_only_hint=False, destructive_hint=False, idempotent_hint=True
@@ -213,14 +200,12 @@ def add_memory_tools(server: MCPServer[Spaces], config: Config) -> None:
     )
     async def cleanup(
         ctx: Ctx,
-        dry_run: Annotated[
-            bool, Field(description="true: only list what would be archived; false: archive it.")
-        ] = True,
-    ) -> CleanupResult:
-        return await tool_call(lifecycle.cleanup(state(ctx).store, dry_run=dry_run))
+        dry_run: Annotated[bool, Field(description="true: only list; false: archive.")] = True,
+    ) -> CleanupView:
+        return views.cleanup(await tool_call(lifecycle.cleanup(state(ctx).store, dry_run=dry_run)))
 
     @server.tool(
-        description="Bring archived memories (from cleanup or an expired session) back, with the same ids and history.",
+        description="Bring archived memories (from cleanup or an expired session) back, same ids and history.",
         annotations=ToolAnnotations(
             title="Restore", read_only_hint=False, destructive_hint=False, idempotent_hint=True
         ),
@@ -229,7 +214,7 @@ def add_memory_tools(server: MCPServer[Spaces], config: Config) -> None:
         ctx: Ctx,
         ids: Annotated[
             list[Annotated[str, Field(max_length=40)]],
-            Field(min_length=1, max_length=config.max_batch, description="Ids of archived memories, e.g. ['mem_12']."),
+            Field(min_length=1, max_length=config.max_batch, description="Archived memory ids."),
         ],
     ) -> RestoreResult:
         return await tool_call(lifecycle.restore(state(ctx).store, ids))

@@ -1,14 +1,14 @@
-"""Seed 002's value evaluation: should a candidate memory be stored, kept as working memory, or
+"""Value evaluation: should a candidate memory be stored, kept as working memory, or
 skipped? Deterministic: text features and similarity to what is already stored, no model.
 
     total = 3·forced + (0.5·importance + 0.4·novelty + 0.5·relevance + 0.3·credibility
                         + 0.2·granularity + 0.3·timeliness) / 2.2
 
-Every dimension is on 0-10 and the weights are the seed's. Dividing by their sum (2.2) is ours:
-without it the seed's thresholds (store at 7, working at 5) sit at a third of the reachable 22, and
+Every dimension is on 0-10 and the weights are the original design's. Dividing by their sum (2.2) is ours:
+without it the design's thresholds (store at 7, working at 5) sit at a third of the reachable 22, and
 anything new (novelty 10 -> 4.0) from the user (credibility 8 -> 2.4) with importance 0.2 scores
 7.4, so small talk would be stored and nothing would ever be skipped. Divided, the weighted part is
-a weighted mean on its dimensions' own 0-10 scale and the thresholds mean what the seed says:
+a weighted mean on its dimensions' own 0-10 scale and the thresholds mean what the design says:
 >= 7 high value, 5-7 medium, < 5 low. A forced instruction adds 3 and always stores.
 """
 
@@ -44,9 +44,9 @@ WEIGHTS: Mapping[str, float] = MappingProxyType(
     {"importance": 0.5, "novelty": 0.4, "relevance": 0.5, "credibility": 0.3, "granularity": 0.2, "timeliness": 0.3}
 )
 WEIGHT_SUM = sum(WEIGHTS.values())  # 2.2: turns the weighted sum into a weighted mean (module docstring)
-FORCED_BONUS = 3.0  # seed 002: "3 × forced instruction", far above any single dimension
-STORE_THRESHOLD = 7.0  # seed 002: >= 7 high value, store (as core memory)
-WORKING_THRESHOLD = 5.0  # seed 002: 5-7 medium value, keep as working memory; below, skip
+FORCED_BONUS = 3.0  # "3 × forced instruction", far above any single dimension
+STORE_THRESHOLD = 7.0  # >= 7 high value, store (as core memory)
+WORKING_THRESHOLD = 5.0  # 5-7 medium value, keep as working memory; below, skip
 # Config.duplicate_threshold's default: at this similarity to a stored memory (or this share of the
 # candidate found inside one) the candidate is the same memory, which the store merges, not adds.
 DUPLICATE_SIMILARITY = 0.85
@@ -54,7 +54,7 @@ DUPLICATE_SIMILARITY = 0.85
 
 @dataclass(frozen=True)
 class ValueScore:
-    """The seed's six dimensions (0-10), the combined total and what to do with the candidate."""
+    """The six dimensions (0-10), the combined total and what to do with the candidate."""
 
     forced: bool
     importance: float
@@ -112,7 +112,7 @@ class ValueScore:
 
 
 def decide(total: float, *, forced: bool, duplicate: bool = False) -> Decision:
-    """Seed 002's bands. Forced always stores. A near-duplicate of a stored memory drops one band:
+    """The value bands. Forced always stores. A near-duplicate of a stored memory drops one band:
     what it says is already there, so it is worth less than its score (store -> working,
     working -> skip)."""
     if forced:
@@ -193,7 +193,7 @@ def _content_units(text: str) -> int:
     return cjk + 2 * sum(1 for word in words if word not in STOPWORDS)
 
 
-# Words that stand in for content instead of stating it (seed 004's bad example: "discussed yield
+# Words that stand in for content instead of stating it (the extraction guide's bad example: "discussed yield
 # calculation"), and the phatic words of small talk.
 _VAGUE = re.compile(
     r"一些|某些|某个|之类|什么的|等等|东西|事情|问题|情况|方面|相关|聊了|聊聊|讨论了|问了|说了|提到|随便|差不多|谢谢|感谢|"
@@ -244,7 +244,7 @@ _CAPITALISED = re.compile(r"\b[A-Z][\w'-]*")
 _SENTENCE_START = re.compile(r"(?:^|[.!?:]\s+)$")
 _LATIN_TERM = re.compile(r"[A-Za-z][\w.+#-]*[A-Za-z0-9+#]|[A-Za-z]{2,}")
 
-# Seed 004's category guide, read as "how much does this help the next conversation with this user".
+# The category guide, read as "how much does this help the next conversation with this user".
 _CATEGORY_RELEVANCE: Mapping[str, float] = MappingProxyType(
     {
         **dict.fromkeys(("identity", "preference", "user_preferences", "profile"), 9.0),
@@ -299,7 +299,7 @@ def _redundancy(text: str, other: str) -> float:
 
 
 def _substance(text: str) -> float:
-    """Seed 002's "does it add a new perspective or details": 0.2-1. A new sentence with nothing in
+    """The value formula's "does it add a new perspective or details": 0.2-1. A new sentence with nothing in
     it (好的谢谢, discussed something) is not novel just because nothing like it is stored."""
     base = min(1.0, 0.4 + 0.1 * _content_units(text))
     return max(0.2, base - 0.2 * _count(_VAGUE, text))

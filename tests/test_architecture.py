@@ -13,6 +13,7 @@ PACKAGE = Path(mcp_memory_server.__file__).parent
 # -> {models, errors, tokens, config}).
 RANKS = {
     "errors": 0,
+    "arg_errors": 0,
     "stopwords": 0,
     "models": 0,
     "schema": 0,
@@ -61,6 +62,7 @@ RANKS = {
     "profile_tools": 10,
     "__init__": 7,
     "spaces": 8,
+    "views": 8,
     "app": 9,
     "notify": 8,
     "tools": 10,

@@ -1,4 +1,4 @@
-"""Change operations (seed 000): validated, applied in one transaction, all or nothing."""
+"""Change operations: validated, applied in one transaction, all or nothing."""
 
 from __future__ import annotations
 

@@ -95,23 +95,26 @@ _INTERNALS = re.compile(
     r"Unicode\w*|Name|ZeroDivision|Lookup|OS|JSONDecode)Error\b",
     re.IGNORECASE,
 )
-_VALIDATION_COUNT = re.compile(r"(\d+) validation errors? for")
+_SCHEMA_ERROR = re.compile(r"[a-z_]+: `")  # arguments the tool's schema refused, in our words
 
 
 def unclear(message: str) -> str | None:
     """Why `message` is not a clear error, or None. Clear means: not empty; no internals (a
-    traceback, an exception class, SQL, "internal error"); not the SDK's bare "Error executing
-    tool X", which stands for a crash whose text was withheld; and short: at most 1,000
-    characters, or 600 per problem when the SDK lists the arguments that failed its schema
-    (each naming the argument), so a huge argument is never echoed back whole."""
+    traceback, an exception class, SQL, "internal error") and nothing of pydantic's (its text or
+    its website); not the SDK's bare "Error executing tool X", which stands for a crash whose
+    text was withheld; arguments the schema refused told in one line; and short: at most 1,000
+    characters, so a huge argument is never echoed back whole."""
     if not message.strip():
         return "empty message"
     if (found := _INTERNALS.search(message)) is not None:
         return f"internals in the message: {found.group(0)!r}"
+    if "pydantic" in message.lower() or "validation error" in message:
+        return "pydantic's text"
     if re.fullmatch(r"Error executing tool \S+", message.strip()):
         return "a crash (the SDK withheld its text)"
-    problems = int(m.group(1)) if (m := _VALIDATION_COUNT.search(message)) else 1
-    if len(message) > 400 + 600 * problems:
+    if _SCHEMA_ERROR.match(message) and "\n" in message:
+        return "a refused argument told in more than one line"
+    if len(message) > 1_000:
         return f"{len(message):,} characters long"
     return None
 
@@ -244,7 +247,7 @@ async def call_tool(h: Harness, name: str, args: dict[str, Any], bound: float = 
         message = result.content[0].text
         assert (reason := unclear(message)) is None, f"{what}: {reason}: {message[:500]!r}"
         h.rejected(what, before, await h.snapshot())
-        h.tally["error: the SDK's schema" if _VALIDATION_COUNT.search(message) else "error: the server's checks"] += 1
+        h.tally["error: the tool's schema" if _SCHEMA_ERROR.match(message) else "error: the server's checks"] += 1
         return _count(h, "error")
     assert result.structured_content is not None, what
     validator = h.validators.get(name)

@@ -43,7 +43,8 @@ async def test_cleanup_dry_run_then_archive_then_restore(
 
         dry = await client.call_tool("cleanup", {})
         assert dry.structured_content is not None and dry.structured_content["dry_run"] is True
-        assert dry.structured_content["applied"] is False  # one live memory left: under the threshold
+        # One live memory left: under the threshold, nothing is selected and the detail says why.
+        assert dry.structured_content["candidate_count"] == 0 and "only above 50" in dry.structured_content["detail"]
 
         back = await client.call_tool("restore", {"ids": [stale.id, "mem_999999"]})
         assert back.structured_content == {"restored": [stale.id], "not_found": ["mem_999999"], "conflicts": []}
@@ -76,7 +77,7 @@ async def test_lifecycle_tools_are_described(config: Config, segmenter: Segmente
         annotations = tools[name].annotations
         assert annotations is not None and annotations.destructive_hint is False and annotations.read_only_hint is False
     assert tools["cleanup"].input_schema["properties"]["dry_run"]["default"] is True
-    assert refused.is_error
+    assert refused.is_error and refused.content[0].text == "restore: `ids` needs at least 1 item (got 0)"  # type: ignore[union-attr]
 
 
 async def test_recalling_with_a_session_keeps_it_alive(service: MemoryService, config: Config) -> None:

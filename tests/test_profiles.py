@@ -176,7 +176,11 @@ async def test_an_unusable_model_answer_falls_back_and_a_given_profile_is_stored
         given = await client.call_tool("refresh_profile", {"profile": _model_profile(ids)})
         assert given.structured_content is not None and given.structured_content["method"] == "model"
         bad = await client.call_tool("refresh_profile", {"profile": {"summary": "just text"}})
-        assert bad.is_error and "synthesize_profile shape" in bad.content[0].text  # type: ignore[union-attr]
+        assert bad.is_error and bad.content[0].text == (  # type: ignore[union-attr]
+            "Error executing tool refresh_profile: the profile is not in the synthesize_profile shape: "
+            '`summary` must be an object (got "just text"); `domains` is required; `high_value_signals` is '
+            "required; `low_value_signals` is required; `language_preferences` is required; and 1 more"
+        )
         edited = await client.call_tool("edit_profile", {"field": "domains", "action": "add", "text": "MLOps"})
         assert edited.structured_content is not None
         assert {"text": "MLOps", "sources": [], "manual": True} in edited.structured_content["domains"]

@@ -77,7 +77,8 @@ async def test_evaluate_memory_answer_goes_to_remember(client: Client) -> None:
     shape = _answer_shape(prompt)
     assert shape == EVALUATION_EXAMPLE and shape["decision"] == "store"
     stored = await _call(client, "remember", **shape["memory"])
-    assert stored["action"] in ("created", "merged") and stored["memory"]["tier"] == "core"
+    whole = json.loads((await client.read_resource(f"memory://memories/{stored['id']}")).contents[0].text)  # type: ignore[union-attr]
+    assert stored["action"] in ("created", "merged") and whole["tier"] == "core"
 
 
 async def test_respond_with_memory_answer_goes_to_update_session_and_apply_changes(client: Client) -> None:

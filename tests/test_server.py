@@ -64,67 +64,108 @@ async def test_tools_are_described_bounded_and_annotated(client: Client) -> None
     list_args = tools["list"].input_schema["properties"]
     assert (list_args["limit"]["minimum"], list_args["limit"]["maximum"], list_args["limit"]["default"]) == (1, 200, 20)
     assert tools["remember"].input_schema["properties"]["content"]["maxLength"] == 2000
-    assert set(tools["recall"].output_schema["properties"]) == {"query", "keywords", "stage", "hits"}
+    assert set(tools["recall"].output_schema["properties"]) == {"keywords", "hits"}
     assert set(tools["forget"].output_schema["properties"]) == {"deleted", "not_found"}
     assert set(tools["list"].output_schema["properties"]) == {"total", "items", "next_cursor"}
 
 
-async def test_output_schemas_are_inline_and_complete(client: Client) -> None:
-    """Output schemas describe every field with its type, inline (no $ref for the client's
-    validator to resolve on every call), nullable fields as type lists."""
+def _size(value: Any) -> int:
+    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
+
+
+async def test_tools_list_fits_a_model_s_context(client: Client) -> None:
+    """Every model reads the whole tools/list at every start: 16 KB at most, counted as compact
+    JSON of the result the client receives (its _meta and every field included)."""
+    result = await client.list_tools()
+    total = _size(result.model_dump(mode="json", by_alias=True, exclude_none=True))
+    sizes = {t.name: _size(t.model_dump(mode="json", by_alias=True, exclude_none=True)) for t in result.tools}
+    assert total <= 16_000, f"tools/list is {total:,} bytes: {sizes}"
+    assert max(sizes.values()) <= 2_000, sizes
+
+
+async def test_schemas_carry_shape_and_bounds_not_prose(client: Client) -> None:
+    """Input schemas: no generated titles, optional arguments as their type alone, bounds kept.
+    Output schemas: types and enums only (no descriptions, titles or required lists), inline but
+    for the profile's item, which repeats six times."""
     tools = {t.name: t for t in (await client.list_tools()).tools}
     for tool in tools.values():
         assert tool.output_schema is not None
-        text = json.dumps(tool.output_schema)
-        assert "$ref" not in text and "$defs" not in text and "anyOf" not in text, tool.name
+        inputs, outputs = json.dumps(tool.input_schema), json.dumps(tool.output_schema)
+        assert '"title"' not in inputs and "anyOf" not in inputs and "$ref" not in inputs, tool.name
+        assert '"description"' not in outputs and '"title"' not in outputs and '"required"' not in outputs
+        assert "anyOf" not in outputs, tool.name
+        if tool.name not in ("refresh_profile", "edit_profile"):
+            assert "$ref" not in outputs and "$defs" not in outputs, tool.name
+    remember = tools["remember"].input_schema["properties"]
+    assert remember["key"] == {"type": "string", "maxLength": 200, "description": "Stable slot such as user.city."}
+    assert remember["tags"]["maxItems"] == 20 and remember["tags"]["items"] == {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": 40,
+    }
+    emotion = tools["update_session"].input_schema["properties"]["emotion"]
+    assert emotion["additionalProperties"] is False and emotion["required"] == ["primary", "confidence"]
+    assert emotion["properties"]["confidence"]["maximum"] == 1
     recall = tools["recall"].output_schema
     assert recall is not None
-    assert recall["properties"]["stage"]["enum"] == ["fts", "like", "none"]
     hit = recall["properties"]["hits"]["items"]
-    assert (
-        set(hit["required"])
-        == set(hit["properties"])
-        == {
-            *("id", "content", "category", "key", "tags", "importance", "confidence", "source"),
-            *("created_at", "updated_at", "score", "breakdown"),
-        }
-    )
+    assert set(hit["properties"]) == {"id", "content", "key", "category", "tags", "score", "updated_at"}
     assert hit["properties"]["key"]["type"] == ["string", "null"]
     assert hit["properties"]["tags"] == {"type": "array", "items": {"type": "string"}}
-    assert hit["properties"]["created_at"] == {"type": "string", "format": "date-time"}
-    assert set(hit["properties"]["source"]["enum"]) == {"user", "assistant", "both", "system", "manual", "inferred"}
-    breakdown = hit["properties"]["breakdown"]
-    assert breakdown["type"] == "object" and set(breakdown["required"]) == set(breakdown["properties"])
-    assert all(p["type"] == "number" for p in breakdown["properties"].values())
-    assert "description" in breakdown["properties"]["recency"]
-    memory = tools["remember"].output_schema["properties"]["memory"]  # type: ignore[index]
-    assert (
-        memory["properties"]["client"]["type"] == ["string", "null"] and "description" in memory["properties"]["client"]
-    )
+    assert hit["properties"]["updated_at"] == {"type": "string", "format": "date-time"}
+    assert set(tools["remember"].output_schema["properties"]) == {"id", "action", "detail", "withheld"}  # type: ignore[index]
+    profile = tools["edit_profile"].output_schema
+    assert profile is not None and profile["properties"]["domains"]["items"] == {"$ref": "#/$defs/ProfileItem"}
+    assert set(profile["$defs"]["ProfileItem"]["properties"]) == {"text", "sources", "manual"}
 
 
 async def test_remember_recall_forget_list_round_trip(client: Client) -> None:
     stored = await call(client, "remember", content="我每天早上喝一杯拿铁咖啡", category="preference", tags=["饮品"])
-    assert stored["action"] == "created" and stored["memory"]["client"] == "mcp"
+    assert stored == {"id": stored["id"], "action": "created", "detail": f"Stored as {stored['id']}.", "withheld": []}
+    whole = json.loads((await client.read_resource(f"memory://memories/{stored['id']}")).contents[0].text)  # type: ignore[union-attr]
+    assert whole["client"] == "mcp" and whole["tags"] == ["饮品"]  # every field is in the resource
     mixed = await call(client, "remember", content="我喜欢用Python写代码", category="preference")
     english = await call(client, "remember", content="I keep my dotfiles in a private GitHub repo", category="fact")
 
     found = await call(client, "recall", query="我喝什么咖啡")
-    assert found["stage"] == "fts" and found["keywords"] == ["咖啡"]
+    assert found["keywords"] == ["咖啡"]
     hit = found["hits"][0]
-    assert hit["id"] == stored["id"]
-    assert set(hit["breakdown"]) == {"keyword", "category", "recency", "frequency", "confidence", "topic_boost"}
+    assert hit["id"] == stored["id"] and hit["content"] == "我每天早上喝一杯拿铁咖啡" and hit["tags"] == ["饮品"]
+    assert set(hit) == {"id", "content", "key", "category", "tags", "score", "updated_at"} and 0 < hit["score"] <= 1
     assert (await call(client, "recall", query="python"))["hits"][0]["id"] == mixed["id"]
     assert (await call(client, "recall", query="dotfiles github"))["hits"][0]["id"] == english["id"]
 
     listed = await call(client, "list", limit=2)
     assert listed["total"] == 3 and len(listed["items"]) == 2 and listed["next_cursor"]
+    assert set(listed["items"][0]) == {
+        *("id", "content", "key", "category", "tier", "importance", "tags", "created_at", "updated_at")
+    }
     rest = await call(client, "list", limit=2, cursor=listed["next_cursor"])
     assert len(rest["items"]) == 1 and rest["next_cursor"] is None
 
     gone = await call(client, "forget", ids=[stored["id"], "mem_404"])
     assert gone == {"deleted": [stored["id"]], "not_found": ["mem_404"]}
     assert (await call(client, "recall", query="咖啡"))["hits"] == []
+
+
+async def test_results_read_as_compact_json(client: Client) -> None:
+    """A tool's text content is its structured result as JSON without indentation, Chinese as
+    itself: what a model reads, a third shorter than the SDK's indented rendering."""
+    for content in ("用户住在杭州，喜欢喝咖啡", "The user drinks a latte every morning", "用户用 Neovim 写 Python"):
+        await call(client, "remember", content=content, tags=["咖啡"])
+    for tool, args in (
+        ("recall", {"query": "咖啡 latte", "limit": 5}),
+        ("list", {}),
+        ("remember", {"content": "用户的猫叫小白"}),
+        ("update_session", {"session_id": "s1", "topic": "咖啡"}),
+        ("cleanup", {}),
+    ):
+        result = await client.call_tool(tool, args)
+        assert not result.is_error and result.structured_content is not None
+        (block,) = result.content
+        assert block.type == "text"
+        assert block.text == json.dumps(result.structured_content, separators=(",", ":"), ensure_ascii=False)
+        assert "\n" not in block.text and "\\u" not in block.text  # one line, Chinese unescaped
 
 
 async def test_errors_are_tool_errors_not_success_text(client: Client) -> None:

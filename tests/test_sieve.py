@@ -71,6 +71,18 @@ async def extract(client: Client, **args: Any) -> dict[str, Any]:
     return result.structured_content
 
 
+def items(result: dict[str, Any], channel: str) -> list[dict[str, Any]]:
+    """The items one channel proposed: the tool lists both channels' in one list."""
+    return [i for i in result["items"] if i["channel"] == channel]
+
+
+async def logged(client: Client, run: str) -> dict[str, Any]:
+    """The extraction log's entry for a run: each item's signal pattern and value parts."""
+    log = json.loads((await client.read_resource("memory://extraction-log")).contents[0].text)  # type: ignore[union-attr]
+    (entry,) = (e for e in log if e["run"] == run)
+    return entry
+
+
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_the_model_s_memories_go_to_the_session_s_working_memory(
     config: Config, segmenter: Segmenter, mode: str
@@ -79,18 +91,21 @@ async def test_the_model_s_memories_go_to_the_session_s_working_memory(
     sampler = answering("```json\n" + json.dumps(EXTRACTED, ensure_ascii=False) + "\n```", seen)
     async with Client(build_server(config, segmenter), mode=mode, sampling_callback=sampler) as client:
         result = await extract(client, session_id="chat-7")
+        entry = await logged(client, result["run"])
     assert len(seen) == 1 and USER in seen[0].messages[0].content.text  # type: ignore[union-attr]
     assert seen[0].max_tokens > 0 and seen[0].system_prompt
-    fast = result["fast"]
-    assert fast["outcome"] == "stored"
-    assert [(i["pattern"], i["decision"]) for i in fast["items"]] == [("identity", "store")]
-    deep = result["deep"]
-    assert deep["outcome"] == "extracted" and result["fallback_note"] is None
-    decisions = [(i["content"][:7], i["decision"]) for i in deep["items"]]
+    assert result["fast"] == "stored"
+    assert [i["decision"] for i in items(result, "fast")] == ["store"]
+    assert [i["pattern"] for i in entry["fast"]["items"]] == ["identity"]
+    deep = items(result, "deep")
+    assert result["deep"] == "extracted" and result["fallback_note"] is None
+    decisions = [(i["content"][:7], i["decision"]) for i in deep]
     assert decisions[0] == ("品川区1LDK", "working") and decisions[2] == ("好的", "skip")
-    assert deep["items"][3]["decision"] == "refused" and "Malformed" in deep["items"][3]["reason"]
-    value = deep["items"][0]["value"]
-    assert value["total"] >= 5 and set(value) >= {"novelty", "relevance", "credibility", "granularity", "timeliness"}
+    assert deep[3]["decision"] == "refused" and "Malformed" in deep[3]["reason"]
+    assert deep[0]["value"] >= 5 and deep[3]["value"] is None
+    value = entry["deep"]["items"][0]["value"]
+    assert value["total"] == deep[0]["value"]
+    assert set(value) >= {"novelty", "relevance", "credibility", "granularity", "timeliness"}
     stored = rows(config, "SELECT content, tier, session_id, category FROM memories ORDER BY seq")
     assert ("我是一名后端工程师", "core", "chat-7", "identity") in stored
     assert any(c.startswith("品川区1LDK") and t == "working" and s == "chat-7" for c, t, s, _ in stored)
@@ -104,18 +119,18 @@ async def test_an_item_the_model_got_wrong_is_refused_alone(config: Config, segm
     importance, which Python's JSON reads) failed the whole extract call after the first round
     had already written."""
     good = EXTRACTED["memories"][0]
-    items = [
+    proposed = [
         json.dumps(good | {"source": "the internet"}, ensure_ascii=False),
         json.dumps(good | {"content": "用户在品川区看房", "importance": 0.5}).replace("0.5", "NaN"),
         json.dumps(good, ensure_ascii=False),
     ]
-    answer = '{"memories": [' + ", ".join(items) + "]}"
+    answer = '{"memories": [' + ", ".join(proposed) + "]}"
     async with Client(build_server(config, segmenter), mode=mode, sampling_callback=answering(answer)) as client:
         result = await extract(client, session_id="s")
-    items = result["deep"]["items"]
-    assert [i["decision"] for i in items] == ["refused", "refused", "working"]
-    assert "source 'the internet' is not one of" in items[0]["reason"] and "Malformed" in items[1]["reason"]
-    assert result["deep"]["outcome"] == "extracted"
+    deep = items(result, "deep")
+    assert [i["decision"] for i in deep] == ["refused", "refused", "working"]
+    assert "source 'the internet' is not one of" in deep[0]["reason"] and "Malformed" in deep[1]["reason"]
+    assert result["deep"] == "extracted"
 
 
 async def test_both_channels_run_at_once(config: Config, segmenter: Segmenter) -> None:
@@ -133,7 +148,7 @@ async def test_both_channels_run_at_once(config: Config, segmenter: Segmenter) -
     async with Client(build_server(config, segmenter), mode="legacy", sampling_callback=slow) as client:
         result = await extract(client)
     assert during == [[("identity", "core"), ("context", "working")]]
-    assert result["deep"]["outcome"] == "empty"
+    assert result["deep"] == "empty"
     assert rows(config, "SELECT category FROM memories") == [("identity",)]
 
 
@@ -144,7 +159,7 @@ async def test_an_unusable_answer_leaves_the_fallback_note(
 ) -> None:
     async with Client(build_server(config, segmenter), mode=mode, sampling_callback=answering(answer)) as client:
         result = await extract(client, session_id="s")
-    assert result["deep"]["outcome"] == "failed" and "unusable" in result["deep"]["detail"]
+    assert result["deep"] == "failed" and "unusable" in result["detail"]
     note = result["fallback_note"]
     assert note is not None and note in result["detail"]
     (content, category, importance, tier, session), *_ = rows(
@@ -157,7 +172,7 @@ async def test_an_unusable_answer_leaves_the_fallback_note(
 async def test_a_refusal_or_a_timeout_keeps_the_exchange(config: Config, segmenter: Segmenter) -> None:
     async with Client(build_server(config, segmenter), mode="legacy", sampling_callback=refusing) as client:
         refused = await extract(client)
-    assert refused["deep"]["outcome"] == "failed" and "declined" in refused["deep"]["detail"]
+    assert refused["deep"] == "failed" and "declined" in refused["detail"]
     assert refused["fallback_note"] is not None
 
     async def never(_: Any, __: CreateMessageRequestParams) -> CreateMessageResult:
@@ -168,9 +183,10 @@ async def test_a_refusal_or_a_timeout_keeps_the_exchange(config: Config, segment
     async with Client(build_server(quick, segmenter), mode="legacy", sampling_callback=never) as client:
         with anyio.fail_after(10):
             timed_out = await extract(client, user_message="Note that the staging server moved to 10.0.3.7")
-    assert timed_out["deep"]["outcome"] == "failed" and "within 0.3 s" in timed_out["deep"]["detail"]
+            entry = await logged(client, timed_out["run"])
+    assert timed_out["deep"] == "failed" and "within 0.3 s" in timed_out["detail"]
     assert timed_out["fallback_note"] is not None
-    assert timed_out["fast"]["items"][0]["value"]["forced"] is True
+    assert entry["fast"]["items"][0]["value"]["forced"] is True
 
 
 async def test_a_modern_client_that_refuses_loses_nothing(config: Config, segmenter: Segmenter) -> None:
@@ -190,7 +206,7 @@ async def test_a_client_without_sampling_is_told_what_to_do(config: Config, segm
     async with Client(build_server(config, segmenter)) as client:
         result = await extract(client)
         log = json.loads((await client.read_resource("memory://extraction-log")).contents[0].text)  # type: ignore[union-attr]
-    assert result["deep"]["outcome"] == "unsupported" and result["fallback_note"] is None
+    assert result["deep"] == "unsupported" and result["fallback_note"] is None
     assert "extract_memories" in result["next_step"] and "apply_changes" in result["next_step"]
     assert log[0]["run"] == result["run"] and log[0]["status"] == "done"
     assert log[0]["user_preview"].startswith("我是一名后端工程师") and len(log[0]["digest"]) == 32
@@ -202,8 +218,8 @@ async def test_small_talk_skips_the_model(config: Config, segmenter: Segmenter) 
         result = await extract(client, user_message="好的，谢谢！", assistant_message="不客气！")
         english = await extract(client, user_message="thanks, bye!", assistant_message="Bye!")
     assert seen == []
-    assert result["deep"]["outcome"] == english["deep"]["outcome"] == "skipped"
-    assert result["fast"]["outcome"] == "nothing" and rows(config, "SELECT count(*) FROM memories") == [(0,)]
+    assert result["deep"] == english["deep"] == "skipped"
+    assert result["fast"] == "nothing" and rows(config, "SELECT count(*) FROM memories") == [(0,)]
 
 
 @pytest.mark.parametrize(
@@ -224,9 +240,10 @@ async def test_fast_channel_signals_in_chinese_and_english(
 ) -> None:
     async with Client(build_server(config, segmenter)) as client:
         result = await extract(client, user_message=message, assistant_message="")
-    (item,) = result["fast"]["items"]
-    assert item["pattern"] == category and item["decision"] in ("store", "working") and item["id"]
-    assert item["value"]["total"] >= 5
+        entry = await logged(client, result["run"])
+    (item,) = items(result, "fast")
+    assert item["category"] == category and item["decision"] in ("store", "working") and item["id"]
+    assert item["value"] >= 5 and entry["fast"]["items"][0]["pattern"] == category
     assert rows(config, "SELECT count(*) FROM memories") == [(1,)]
 
 
@@ -251,9 +268,8 @@ async def test_secrets_in_an_exchange_are_never_stored(config: Config, segmenter
             client, user_message=f"记住，我的 OpenAI key 是 {key}", assistant_message="好的，" + "已记下。" * 40
         )
         log = (await client.read_resource("memory://extraction-log")).contents[0].text  # type: ignore[union-attr]
-    assert [i["decision"] for i in result["fast"]["items"]] == ["refused"]
-    assert [i["decision"] for i in result["deep"]["items"]] == ["refused"]
-    assert "withheld" in result["deep"]["items"][0]["reason"].lower()
+    assert [(i["channel"], i["decision"]) for i in result["items"]] == [("fast", "refused"), ("deep", "refused")]
+    assert "withheld" in items(result, "deep")[0]["reason"].lower()
     assert key not in json.dumps(result) and key not in log
     assert all(key not in c for (c,) in rows(config, "SELECT content FROM memories"))
 

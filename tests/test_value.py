@@ -1,4 +1,4 @@
-"""Seed 002's value evaluation: the formula on given dimensions, each dimension's behaviour, and
+"""Value evaluation: the formula on given dimensions, each dimension's behaviour, and
 the calibration bands on realistic Chinese, English and mixed candidates."""
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ def score(candidate: Candidate, existing: tuple[str, ...] = ()) -> ValueScore:
 
 
 def seed_formula(forced: bool, i: float, n: float, r: float, c: float, g: float, t: float) -> float:
-    """Seed 002's weighted sum, divided by the weights' sum (see the module docstring)."""
+    """The value formula's weighted sum, divided by the weights' sum (see the module docstring)."""
     return 3 * forced + (0.5 * i + 0.4 * n + 0.5 * r + 0.3 * c + 0.2 * g + 0.3 * t) / 2.2
 
 
