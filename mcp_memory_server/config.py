@@ -32,6 +32,17 @@ __all__ = ["Config", "default_cache_dir", "default_db_path"]
 
 APP_NAME = "mcp-memory-server"
 
+# What one import may cost, in proportion to MCP_MEMORY_MAX_BODY, so that one setting raises them
+# all (see the properties below). A compressed file may unpack to UNPACK_RATIO times the body cap:
+# plenty for JSON, which gzip shrinks about 5 to 10 times, while a 64 KB bomb that would unpack to
+# gigabytes stops at the cap. The file's size alone does not bound what parsing it costs: Python
+# holds a JSON value in 30 to 70 bytes, so `[{}, {}, ...]` takes 20 times its size, and checking a
+# tiny item costs as much as a real one. Hence a count of JSON values (one per byte of the body
+# cap) and of items (one per BODY_BYTES_PER_ITEM): the largest legal file and the worst bomb then
+# cost the server about the same.
+UNPACK_RATIO = 16
+BODY_BYTES_PER_ITEM = 32
+
 
 @dataclass(frozen=True, kw_only=True)
 class Config:
@@ -146,6 +157,21 @@ class Config:
         if self.db_url is None:
             return self.db_path.name
         return urlsplit(self.db_url).path.strip("/") or "postgresql"
+
+    @property
+    def max_unpacked_bytes(self) -> int:
+        """The most an imported zip or gzip file may unpack to."""
+        return UNPACK_RATIO * self.max_body_bytes
+
+    @property
+    def max_import_values(self) -> int:
+        """The most JSON values an imported file may hold."""
+        return self.max_body_bytes
+
+    @property
+    def max_import_items(self) -> int:
+        """The most items (memories, observations, relations, list items) one import takes."""
+        return self.max_body_bytes // BODY_BYTES_PER_ITEM
 
     def with_changes(self, **changes: Any) -> Config:
         """A copy with some fields replaced (tests and benchmarks use this)."""
