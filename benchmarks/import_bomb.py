@@ -12,6 +12,8 @@ alice's import ran.
 
 - zeros: 1 GiB of zero bytes, gzipped (about 1 MB).
 - json: a mem0 list of tiny memories, `[{"memory": "a"}, ...]`, gzipped to about 64 KB.
+- dense: `[{"a": {}}, ...]` with 4,194,300 JSON values (within the default limit of 4,194,304).
+- items: 131,072 one-letter mem0 memories (the default limit on items).
 - legal: a mem0 `get_all` of `--legal` distinct memories, half English, half Chinese (from
   benchmarks/data/zh_memories.json), gzipped; it must be imported.
 
@@ -67,6 +69,17 @@ def tiny_json(packed: int = 64 * 1024) -> bytes:
         if len(body) >= packed * 0.95:
             return body
         count = int(count * packed / len(body)) + 1
+
+
+def dense(values: int = 4 * 1024 * 1024) -> bytes:
+    """`[{"a": {}}, ...]` with as many JSON values as the default limit lets through (four marks
+    each), gzipped: what parsing costs at that limit, in a file of no known format."""
+    return gzip.compress(b"[" + b'{"a":{}},' * (values // 4 - 1) + b"{}]", 9)
+
+
+def items(count: int = 4 * 1024 * 1024 // 32) -> bytes:
+    """As many one-letter mem0 memories as the default limit on items lets through, gzipped."""
+    return gzip.compress(b"[" + b'{"memory": "a"},' * (count - 1) + b'{"memory": "b"}]', 9)
 
 
 def legal(count: int) -> bytes:
@@ -207,6 +220,8 @@ def main() -> None:
     makers: dict[str, Callable[[], bytes]] = {
         "zeros": zeros,
         "json": tiny_json,
+        "dense": dense,
+        "items": items,
         "legal": lambda: legal(args.legal),
     }
     where = subprocess.run(

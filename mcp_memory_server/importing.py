@@ -25,9 +25,11 @@ other tools' files (foreign.py) are stored in one transaction, all or nothing:
 
 from __future__ import annotations
 
+import gc
 import json
 import re
 import threading
+import traceback
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -131,9 +133,30 @@ async def _off_loop(check: Callable[[], _Checked]) -> _Checked:
 
     def alone() -> _Checked:
         with _READING:
-            return check()
+            # A file builds millions of objects, none in a cycle (JSON values, items, drafts):
+            # the cyclic collector would walk them all, again and again as they grow, each time
+            # holding the interpreter's lock against the event loop (a 9 MB file: 2.3 of its 2.9
+            # seconds). Reference counting frees them all the same.
+            collecting = gc.isenabled()
+            gc.disable()
+            try:
+                return check()
+            except BaseException as exc:
+                _clear_frames(exc)  # they hold the file's values: freed here, not on the event loop
+                raise
+            finally:
+                if collecting:
+                    gc.enable()
 
     return await anyio.to_thread.run_sync(alone)
+
+
+def _clear_frames(exc: BaseException | None) -> None:
+    """Clear the local variables of the finished frames an exception (and those it was raised
+    from) holds."""
+    while exc is not None:
+        traceback.clear_frames(exc.__traceback__)
+        exc = exc.__cause__ or exc.__context__
 
 
 def _checked(text: str, file_format: str | None, config: Config, now: datetime) -> _Checked:
@@ -320,7 +343,7 @@ def _record(item: Item, draft: Draft, digest: str, number: int, now: datetime) -
     return Record(
         where=item.where,
         seq=number,
-        draft=draft.model_copy(update={"withheld": ()}),
+        draft=draft.model_copy(update={"withheld": ()}) if draft.withheld else draft,  # frozen: shared
         content_hash=digest,
         created_at=iso(created),
         updated_at=iso(changed),
