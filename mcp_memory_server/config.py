@@ -18,10 +18,12 @@ from urllib.parse import urlsplit
 from .database import is_database_url, redact_url
 from .errors import InvalidInput
 from .settings import (
+    BODY_BYTES_PER_ITEM,
     DEFAULT_KEEP_CATEGORIES,
     ENV_VARS,
     NAMESPACE_PATTERN,
     NAMESPACE_RULE,
+    UNPACK_RATIO,
     ScoreWeights,
     check_token,
     default_category_weights,
@@ -31,17 +33,6 @@ from .settings import (
 __all__ = ["Config", "default_cache_dir", "default_db_path"]
 
 APP_NAME = "mcp-memory-server"
-
-# What one import may cost, in proportion to MCP_MEMORY_MAX_BODY, so that one setting raises them
-# all (see the properties below). A compressed file may unpack to UNPACK_RATIO times the body cap:
-# plenty for JSON, which gzip shrinks about 5 to 10 times, while a 64 KB bomb that would unpack to
-# gigabytes stops at the cap. The file's size alone does not bound what parsing it costs: Python
-# holds a JSON value in 30 to 70 bytes, so `[{}, {}, ...]` takes 20 times its size, and checking a
-# tiny item costs as much as a real one. Hence a count of JSON values (one per byte of the body
-# cap) and of items (one per BODY_BYTES_PER_ITEM): the largest legal file and the worst bomb then
-# cost the server about the same.
-UNPACK_RATIO = 16
-BODY_BYTES_PER_ITEM = 32
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -158,6 +149,7 @@ class Config:
             return self.db_path.name
         return urlsplit(self.db_url).path.strip("/") or "postgresql"
 
+    # What one import may cost follows the body cap (settings.UNPACK_RATIO says why).
     @property
     def max_unpacked_bytes(self) -> int:
         """The most an imported zip or gzip file may unpack to."""

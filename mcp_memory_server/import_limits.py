@@ -1,6 +1,6 @@
 """What one import may cost, and the reading that keeps to it: a zip or gzip file unpacked a MiB
 at a time up to a cap, the JSON values and the items a file may hold, its lines read one at a
-time. Every limit follows MCP_MEMORY_MAX_BODY (config.py says how and why), so one setting raises
+time. Every limit follows MCP_MEMORY_MAX_BODY (settings.py says how and why), so one setting raises
 them all, and every refusal is a TooLarge (HTTP 413) of one line naming the limit and the setting.
 """
 
@@ -13,8 +13,9 @@ import zipfile
 import zlib
 from collections.abc import Callable, Iterator
 
-from .config import BODY_BYTES_PER_ITEM, UNPACK_RATIO, Config
+from .config import Config
 from .errors import InvalidInput, TooLarge
+from .settings import BODY_BYTES_PER_ITEM, UNPACK_RATIO
 
 __all__ = ["check_items", "check_json_size", "decode", "lines", "too_large"]
 
@@ -68,7 +69,7 @@ def _unpacks_over(config: Config, name: str) -> TooLarge:
 
 def too_large(config: Config, what: str, rule: str) -> TooLarge:
     """The one message of every import limit: what was over which limit, and the setting that
-    raises it (each limit follows MCP_MEMORY_MAX_BODY, see config.py)."""
+    raises it (each limit follows MCP_MEMORY_MAX_BODY, see settings.UNPACK_RATIO)."""
     return TooLarge(
         f"{what}, the most one import takes ({rule} MCP_MEMORY_MAX_BODY, now {config.max_body_bytes:,} bytes);"
         " nothing was imported. Raise MCP_MEMORY_MAX_BODY to import it whole."

@@ -2,8 +2,8 @@
 one summary the CLI prints and the `import_memories` tool returns.
 
 Every file is read and checked first, in a worker thread (one file at a time), within the limits
-that follow MCP_MEMORY_MAX_BODY (config.py: what it unpacks to, its JSON values, its items); then
-stored on the event loop. json and markdown keep their own rules (portable.py, render.py). The
+that follow MCP_MEMORY_MAX_BODY (import_limits.py: what it unpacks to, its JSON values, its
+items); then stored on the event loop. json and markdown keep their own rules (portable.py, render.py). The
 other tools' files (foreign.py) are stored in one transaction, all or nothing:
 
 - every item is checked as `remember` checks its arguments; any invalid item stops the import
