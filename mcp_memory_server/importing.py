@@ -31,7 +31,7 @@ import re
 import threading
 import traceback
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from typing import NamedTuple
 
@@ -115,7 +115,6 @@ class _Items:
     file_format: str
     count: int  # items in the file, deleted ones included
     drafts: list[tuple[Item, Draft, str]]  # (item, draft, content fingerprint) of the valid items
-    records: list[Record]  # each as a new memory would be written (made here, off the event loop)
     refused: list[str]  # items left out as essentially a secret
     skipped: int  # deleted in the other tool: left out
 
@@ -180,8 +179,7 @@ def _checked(text: str, file_format: str | None, config: Config, now: datetime) 
         raise InvalidInput("the file nests JSON too deeply to be a memory export; nothing was imported.") from None
     checked, refused = _check(items, config)
     drafts = [(item, draft, fingerprint(draft.content)) for item, draft in checked]
-    records = [_record(item, draft, digest, number, now) for number, (item, draft, digest) in enumerate(drafts, 1)]
-    return _Items(chosen, len(items) + skipped, drafts, records, refused, skipped)
+    return _Items(chosen, len(items) + skipped, drafts, refused, skipped)
 
 
 async def _store(store: Store, checked: _Checked, progress: Progress | None, now: datetime) -> ImportSummary:
@@ -265,7 +263,7 @@ async def _store_items(store: Store, checked: _Items, progress: Progress | None,
             holders.setdefault(row[0], _Holder(*row))  # a live holder first
         in_file = {d for _, _, d in drafts}
         taken: set[str] = set()
-        for number, ((item, draft, digest), record) in enumerate(zip(drafts, checked.records, strict=True), 1):
+        for number, (item, draft, digest) in enumerate(drafts, 1):
             if number % _CHECKPOINT_EVERY == 0:  # tens of ms of work: let other requests run between
                 await anyio.lowlevel.checkpoint()
             if digest in held:
@@ -283,9 +281,9 @@ async def _store_items(store: Store, checked: _Items, progress: Progress | None,
                 continue
             if key is not None:
                 if key in taken or key in holders:  # the key stays with the memory holding it
-                    record = replace(record, draft=record.draft.model_copy(update={"key": None}))
+                    draft = draft.model_copy(update={"key": None})
                 taken.add(key)
-            records.append(record)
+            records.append(_record(item, draft, digest, len(records) + 1, now))
         if progress is not None and (present or updated):
             await progress(present + len(updated), total)
         done = present + len(updated)
