@@ -336,11 +336,12 @@ def test_other_namespaces_keep_answering_during_a_large_import(served: Served) -
         assert (answer.json()["items"], answer.json()["created"]) == (20_000, 20_000)
         assert alice.get("/memories").json()["total"] == held + 20_000
     assert watch.failures == []
-    # Bob is answered all along: many times, none of them held for the import's duration (the
-    # import ran on the event loop before: bob waited 9 s of its 19). A generous bound, for a
-    # loaded machine: it only catches the wait.
+    # Bob is answered all along: many times, and never held while alice's file is read and checked
+    # (that ran on the event loop before: bob waited 2.9 to 9 s of the import's 10 to 19 on a
+    # loaded machine, a quarter to a half of it). Generous bounds, for a loaded machine: they
+    # catch that wait, not a slow answer.
     assert len(during) >= max(5, took / 1.0), (len(during), took)
-    assert max(during) < min(5.0, took / 2), (max(during), statistics.median(during), took)
+    assert max(during) < min(3.0, took / 6), (max(during), statistics.median(during), took)
 
 
 async def test_a_legal_gzip_import_round_trips_chinese_and_english(served: Served, tmp_path: Path) -> None:
