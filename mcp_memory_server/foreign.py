@@ -42,8 +42,10 @@ __all__ = ["FOREIGN", "Item", "ItemError", "detect", "read_mem0", "read_memory_j
 
 FOREIGN = ("memory-jsonl", "mem0")
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
-_LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+\S", re.MULTILINE)
-_HEADING = re.compile(r"^#{1,6}\s+\S", re.MULTILINE)
+# White space within the line only ([^\S\n]): with \s, a run of empty lines was scanned again from
+# each of its lines, and the guess took a minute for 40 KB of them.
+_LIST_ITEM = re.compile(r"^[^\S\n]*(?:[-*+]|\d{1,9}[.)])[^\S\n]+\S", re.MULTILINE)
+_HEADING = re.compile(r"^#{1,6}[^\S\n]+\S", re.MULTILINE)
 _USER = {"user", "default_user", "the user", "me", "myself", "i", "用户", "我", "本人"}
 _ENTITY_CATEGORIES = {
     "relationship": (

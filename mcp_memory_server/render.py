@@ -240,7 +240,7 @@ async def render_store(store: Store, *, full: bool = False) -> str:
 _COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)  # unclosed, it runs to the end (as in CommonMark)
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
-_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+(.*\S)\s*$")
+_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+(\S.*)$")  # then rstrip: `(.*\S)\s*$` was quadratic in spaces
 _RULE = re.compile(r"^\s*([-*_])(?:\s*\1){2,}\s*$")  # - - -, * * *: a thematic break, not an item
 _BOX = re.compile(r"^(?:\[(?P<mark>[ xX✓✔])\]|(?P<done>[✅☑✔✓])\ufe0f?|[☐⬜])\s*")
 _DATE = r"(?P<date>\d{4}(?:[-/.]\d{1,2}[-/.]\d{1,2}|\s*年\s*\d{1,2}\s*月\s*\d{1,2}\s*[日号]?))"
@@ -333,7 +333,8 @@ def _items(text: str, max_chars: int) -> Iterator[tuple[str, Section, int]]:
         if heading:
             section = _section_named(heading[2].rstrip().rstrip("#"), len(heading[1]), section)
         elif (found := _ITEM.match(raw)) and not _RULE.match(raw):
-            item, size = ([found[1]], section, number), len(" ".join(found[1].split()))
+            text = found[1].rstrip()
+            item, size = ([text], section, number), len(" ".join(text.split()))
     if item is not None:
         yield " ".join(item[0]), item[1], item[2]
 

@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx2
 import pytest
 
@@ -197,6 +198,20 @@ async def test_an_endless_markdown_item_is_cut_and_refused_as_too_long(small: St
     assert len("一条很长的记忆 a long one " + kept.replace("&lt;!--", "<!--")) <= limit < len(kept)
     assert (await import_text(small, long, "markdown")).created == 1
     assert memories(small.config) == ["一条很长的记忆 a long one " + kept.replace("&lt;!--", "<!--")]
+
+
+async def test_guessing_the_format_and_reading_markdown_take_linear_time(small: Store) -> None:
+    """Blank lines and spaces by the hundred thousand: the guess scanned a run of empty lines again
+    from each of them (40 KB: a minute), an item's line of spaces was matched in quadratic time
+    (200 KB: minutes). A generous bound: it catches those, not a slow machine."""
+    with anyio.fail_after(30):
+        with pytest.raises(InvalidInput, match="cannot tell the file's format"):
+            await import_text(small, "\n" * 2_000_000 + "没有列表 no list")
+        with pytest.raises(InvalidInput, match="cannot tell the file's format"):
+            await import_text(small, " \n" * 1_000_000 + "没有列表 no list")
+        text = "- " + " " * 1_000_000 + "\n\n" * 100_000 + "- 真的一条 a real one" + " " * 1_000_000
+        assert (await import_text(small, text)).created == 1
+    assert memories(small.config) == ["真的一条 a real one"]
 
 
 def test_the_command_line_refuses_a_gzip_bomb(
