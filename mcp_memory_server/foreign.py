@@ -319,8 +319,8 @@ def read_mem0(text: str, config: Config) -> tuple[list[Item], int]:
     except json.JSONDecodeError as exc:
         if exc.msg != "Extra data":
             raise ItemError(f"the file is not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}).") from None
-        lines = itertools.islice(_lines(text), config.max_import_items + 1)  # OpenMemory's memories.jsonl
-        rows = [(f"line {n}", value) for n, value in lines]
+        numbered = itertools.islice(_lines(text), config.max_import_items + 1)  # OpenMemory's memories.jsonl
+        rows = [(f"line {n}", value) for n, value in numbered]
         names, top = ({}, {}), None
     relations = _list(top.get("relations") if isinstance(top, dict) and "results" in top else None)
     check_items(len(rows) + len(relations), config)

@@ -3,8 +3,8 @@ one summary the CLI prints and the `import_memories` tool returns.
 
 Every file is read and checked first, in a worker thread (one file at a time), within the limits
 that follow MCP_MEMORY_MAX_BODY (import_limits.py: what it unpacks to, its JSON values, its
-items); then stored on the event loop. json and markdown keep their own rules (portable.py, render.py). The
-other tools' files (foreign.py) are stored in one transaction, all or nothing:
+items); then stored on the event loop. json and markdown keep their own rules (portable.py,
+render.py). The other tools' files (foreign.py) are stored in one transaction, all or nothing:
 
 - every item is checked as `remember` checks its arguments; any invalid item stops the import
   before anything is written, and the message names up to three of them by line or position; an
@@ -87,8 +87,8 @@ async def import_bytes(
     progress: Progress | None = None,
     now: datetime | None = None,
 ) -> ImportSummary:
-    """A file as read from disk or sent over HTTP (zip and gzip unpacked, within the limit of
-    foreign.decode), in `file_format` or the one it looks like."""
+    """A file as read from disk or sent over HTTP (zip and gzip unpacked within the limit of
+    import_limits.decode), in `file_format` or the one it looks like."""
     now, config = now or utcnow(), store.config
     checked = await _off_loop(lambda: _checked(decode(data, config, name), file_format, config, now))
     return await _store(store, checked, progress, now)
@@ -135,7 +135,8 @@ async def _off_loop(check: Callable[[], _Checked]) -> _Checked:
             # A file builds millions of objects, none in a cycle (JSON values, items, drafts):
             # the cyclic collector would walk them all, again and again as they grow, each time
             # holding the interpreter's lock against the event loop (a 9 MB file: 2.3 of its 2.9
-            # seconds). Reference counting frees them all the same.
+            # seconds). Reference counting frees them all the same; the collector (of the whole
+            # process) pauses for the seconds a file takes, and catches up after.
             collecting = gc.isenabled()
             gc.disable()
             try:
@@ -153,7 +154,9 @@ async def _off_loop(check: Callable[[], _Checked]) -> _Checked:
 def _clear_frames(exc: BaseException | None) -> None:
     """Clear the local variables of the finished frames an exception (and those it was raised
     from) holds."""
-    while exc is not None:
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
         traceback.clear_frames(exc.__traceback__)
         exc = exc.__cause__ or exc.__context__
 
