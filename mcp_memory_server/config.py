@@ -18,10 +18,12 @@ from urllib.parse import urlsplit
 from .database import is_database_url, redact_url
 from .errors import InvalidInput
 from .settings import (
+    BODY_BYTES_PER_ITEM,
     DEFAULT_KEEP_CATEGORIES,
     ENV_VARS,
     NAMESPACE_PATTERN,
     NAMESPACE_RULE,
+    UNPACK_RATIO,
     ScoreWeights,
     check_token,
     default_category_weights,
@@ -148,6 +150,22 @@ class Config:
         if self.db_url is None:
             return self.db_path.name
         return urlsplit(self.db_url).path.strip("/") or "postgresql"
+
+    # What one import may cost follows the body cap (settings.UNPACK_RATIO says why).
+    @property
+    def max_unpacked_bytes(self) -> int:
+        """The most an imported zip or gzip file may unpack to."""
+        return UNPACK_RATIO * self.max_body_bytes
+
+    @property
+    def max_import_values(self) -> int:
+        """The most JSON values an imported file may hold."""
+        return self.max_body_bytes
+
+    @property
+    def max_import_items(self) -> int:
+        """The most items (memories, observations, relations, list items) one import takes."""
+        return self.max_body_bytes // BODY_BYTES_PER_ITEM
 
     def with_changes(self, **changes: Any) -> Config:
         """A copy with some fields replaced (tests and benchmarks use this)."""

@@ -11,8 +11,9 @@ needs one and is served in its namespace.
 Browser safety, on every request: the Host header must be loopback or an allowed host and a
 present Origin one of those too (DNS rebinding, other sites); a state-changing call must be
 `Content-Type: application/json` (an import also application/octet-stream), which a cross-site form
-cannot send; bodies are capped at MCP_MEMORY_MAX_BODY. Responses forbid framing and sniffing, and
-the page allows only its own scripts.
+cannot send; bodies are capped at MCP_MEMORY_MAX_BODY (413), and so is what an imported file
+unpacks to and holds (importing.py). Responses forbid framing and sniffing, and the page allows
+only its own scripts.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from . import dashboard_api as api
 from .access import Access, BearerGate, matches, origin_patterns, request_namespace
 from .config import Config
-from .errors import InvalidInput, MemoryServerError, NotFound, StoreError
+from .errors import InvalidInput, MemoryServerError, NotFound, StoreError, TooLarge
 from .rows import utcnow
 from .segmenter import Segmenter
 from .spaces import AppState, Opened, Spaces
@@ -83,11 +84,7 @@ def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status)
 
 
-_STATUS = ((NotFound, 404), (InvalidInput, 400), (StoreError, 503))
-
-
-class _TooLarge(Exception):
-    pass
+_STATUS = ((NotFound, 404), (TooLarge, 413), (InvalidInput, 400), (StoreError, 503))
 
 
 class _Dashboard:
@@ -106,13 +103,14 @@ class _Dashboard:
     async def body(self, request: Request) -> bytes:
         limit = self.config.max_body_bytes
         declared = request.headers.get("content-length", "")
+        too_large = TooLarge(f"the request body is over {limit:,} bytes (MCP_MEMORY_MAX_BODY).")
         if declared.isdigit() and int(declared) > limit:
-            raise _TooLarge
+            raise too_large
         chunks = bytearray()
         async for chunk in request.stream():
             chunks += chunk
             if len(chunks) > limit:
-                raise _TooLarge
+                raise too_large
         return bytes(chunks)
 
     async def json(self, request: Request) -> Any:
@@ -130,9 +128,6 @@ class _Dashboard:
         async def run(request: Request) -> Response:
             try:
                 result = await handler(self.state(request), request)
-            except _TooLarge:
-                limit = self.config.max_body_bytes
-                return _error(413, f"the request body is over {limit:,} bytes (MCP_MEMORY_MAX_BODY).")
             except PermissionError:
                 return _error(401, "this request carries no authenticated namespace.")
             except MemoryServerError as exc:

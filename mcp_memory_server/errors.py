@@ -2,8 +2,10 @@
 
     MemoryServerError            base of everything below
     ├── InvalidInput             an argument is out of bounds or malformed; nothing was changed
-    │   └── SecretRefused        the content is essentially a secret (password, key, token, card
-    │                            number); nothing was stored
+    │   ├── SecretRefused        the content is essentially a secret (password, key, token, card
+    │   │                        number); nothing was stored
+    │   └── TooLarge             a request or file is over a size limit (HTTP answers 413); the
+    │                            message names the limit and the setting that raises it
     ├── NotFound                 a memory id (or other named thing) does not exist
     ├── StoreError               the database could not complete an operation (locked too long,
     │                            corrupt, unwritable); nothing was half-applied
@@ -16,7 +18,7 @@ into a one-line message and a non-zero exit status.
 
 from __future__ import annotations
 
-__all__ = ["CannotListen", "InvalidInput", "MemoryServerError", "NotFound", "SecretRefused", "StoreError"]
+__all__ = ["CannotListen", "InvalidInput", "MemoryServerError", "NotFound", "SecretRefused", "StoreError", "TooLarge"]
 
 
 class MemoryServerError(Exception):
@@ -29,6 +31,10 @@ class InvalidInput(MemoryServerError):
 
 class SecretRefused(InvalidInput):
     """The content is essentially a secret; memories never store credentials, so nothing was stored."""
+
+
+class TooLarge(InvalidInput):
+    """A request body, or what a file unpacks to, is over a limit; nothing was changed."""
 
 
 class NotFound(MemoryServerError):

@@ -25,26 +25,27 @@ of get_all in graph mode (`{"source", "relationship", "target"}`) become `relati
 from __future__ import annotations
 
 import contextlib
-import gzip
 import hashlib
-import io
+import itertools
 import json
 import re
-import zipfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from .config import Config
 from .errors import InvalidInput
+from .import_limits import check_items, lines
 
-__all__ = ["FOREIGN", "Item", "ItemError", "decode", "detect", "read_mem0", "read_memory_jsonl"]
+__all__ = ["FOREIGN", "Item", "ItemError", "detect", "read_mem0", "read_memory_jsonl"]
 
 FOREIGN = ("memory-jsonl", "mem0")
-MAX_UNPACKED = 512 * 1024 * 1024  # a compressed export never unpacks past this (a zip bomb stops here)
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
-_LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+\S", re.MULTILINE)
-_HEADING = re.compile(r"^#{1,6}\s+\S", re.MULTILINE)
+# White space within the line only ([^\S\n]): with \s, a run of empty lines was scanned again from
+# each of its lines, and the guess took a minute for 40 KB of them.
+_LIST_ITEM = re.compile(r"^[^\S\n]*(?:[-*+]|\d{1,9}[.)])[^\S\n]+\S", re.MULTILINE)
+_HEADING = re.compile(r"^#{1,6}[^\S\n]+\S", re.MULTILINE)
 _USER = {"user", "default_user", "the user", "me", "myself", "i", "用户", "我", "本人"}
 _ENTITY_CATEGORIES = {
     "relationship": (
@@ -95,31 +96,7 @@ class ItemError(InvalidInput):
     """An item of a file is wrong; the message names it (`line 3: ...`)."""
 
 
-# ---- bytes to text, and the guess -------------------------------------------------------------
-
-
-def decode(data: bytes, name: str = "the file") -> str:
-    """The text of a file: a zip (OpenMemory's export: its memories.json) or gzip unpacked first."""
-    try:
-        if data.startswith(b"PK\x03\x04"):
-            with zipfile.ZipFile(io.BytesIO(data)) as archive:
-                members = {m.filename.rsplit("/", 1)[-1]: m for m in archive.infolist() if not m.is_dir()}
-                member = members.get("memories.json") or members.get("memories.jsonl.gz")
-                if member is None:
-                    raise InvalidInput(f"{name} is a zip without memories.json (OpenMemory's export holds one).")
-                if member.file_size > MAX_UNPACKED:
-                    raise InvalidInput(f"{name}: {member.filename} unpacks to over {MAX_UNPACKED:,} bytes.")
-                data = archive.read(member)
-        if data.startswith(b"\x1f\x8b"):
-            with gzip.GzipFile(fileobj=io.BytesIO(data)) as unpacked:
-                data = unpacked.read(MAX_UNPACKED + 1)
-            if len(data) > MAX_UNPACKED:
-                raise InvalidInput(f"{name} unpacks to over {MAX_UNPACKED:,} bytes.")
-        return data.decode("utf-8-sig")  # a BOM, as some Windows editors write, is not text
-    except (zipfile.BadZipFile, OSError, EOFError) as exc:
-        raise InvalidInput(f"{name} is a damaged archive: {exc}.") from None
-    except UnicodeDecodeError as exc:
-        raise InvalidInput(f"{name} is not UTF-8 text (byte {exc.start:,} cannot be read).") from None
+# ---- the guess --------------------------------------------------------------------------------
 
 
 def detect(text: str) -> str:
@@ -132,7 +109,7 @@ def detect(text: str) -> str:
             top = None
             if exc.msg == "Extra data":  # JSON lines: the first line tells
                 with contextlib.suppress(json.JSONDecodeError):
-                    top = json.loads(stripped.splitlines()[0])
+                    top = json.loads(next(lines(stripped)))
         found = _json_kind(top)
         if found:
             return found
@@ -166,7 +143,7 @@ def _json_kind(top: Any) -> str | None:
 
 def _lines(text: str) -> Iterator[tuple[int, Any]]:
     """(line number, JSON value) of every non-blank line; a line that is not JSON is an ItemError."""
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, line in enumerate(lines(text), 1):
         if not line.strip():
             continue
         try:
@@ -280,8 +257,9 @@ def _relation_item(source: str, kind: str, target: str, where: str, client: str)
     )
 
 
-def read_memory_jsonl(text: str) -> list[Item]:
-    """The items of a memory.jsonl (or of a read_graph answer); ItemError names the first bad line."""
+def read_memory_jsonl(text: str, config: Config) -> list[Item]:
+    """The items of a memory.jsonl (or of a read_graph answer); ItemError names the first bad line,
+    TooLarge stops it once there are more items than an import takes."""
     stripped = text.strip()
     if stripped.startswith("{") and "\n" in stripped and '"entities"' in stripped[:2000]:
         try:
@@ -289,21 +267,30 @@ def read_memory_jsonl(text: str) -> list[Item]:
         except json.JSONDecodeError:
             graph = None
         if isinstance(graph, dict) and ("entities" in graph or "relations" in graph):
-            return list(_graph(graph))
-    items: list[Item] = []
+            return _at_most(_graph(graph), config)
+    return _at_most(_jsonl(text), config)
+
+
+def _at_most(items: Iterator[Item], config: Config) -> list[Item]:
+    """The items, stopped with TooLarge at the first one past what an import takes."""
+    taken = list(itertools.islice(items, config.max_import_items + 1))
+    check_items(len(taken), config)
+    return taken
+
+
+def _jsonl(text: str) -> Iterator[Item]:
     for number, value in _lines(text):
         where = f"line {number}"
         if isinstance(value, dict) and ("entities" in value or "relations" in value):
-            items += _graph(value)
+            yield from _graph(value)
             continue
         kind = value.get("type") if isinstance(value, dict) else None
         if kind == "entity":
-            items += _entity(value, where)
+            yield from _entity(value, where)
         elif kind == "relation":
-            items.append(_relation(value, where))
+            yield _relation(value, where)
         else:
             raise ItemError(f'{where}: not an entity or a relation (an object with "type": "entity" or "relation").')
-    return items
 
 
 def _graph(graph: Mapping[str, Any]) -> Iterator[Item]:
@@ -321,8 +308,9 @@ def _graph(graph: Mapping[str, Any]) -> Iterator[Item]:
 # ---- mem0 and OpenMemory ----------------------------------------------------------------------
 
 
-def read_mem0(text: str) -> tuple[list[Item], int]:
-    """The items of a mem0 or OpenMemory export, and how many deleted memories were left out."""
+def read_mem0(text: str, config: Config) -> tuple[list[Item], int]:
+    """The items of a mem0 or OpenMemory export, and how many deleted memories were left out;
+    TooLarge when there are more than an import takes."""
     stripped = text.strip()
     try:
         top: Any = json.loads(stripped)
@@ -331,8 +319,11 @@ def read_mem0(text: str) -> tuple[list[Item], int]:
     except json.JSONDecodeError as exc:
         if exc.msg != "Extra data":
             raise ItemError(f"the file is not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}).") from None
-        rows = [(f"line {n}", value) for n, value in _lines(text)]  # OpenMemory's memories.jsonl
+        numbered = itertools.islice(_lines(text), config.max_import_items + 1)  # OpenMemory's memories.jsonl
+        rows = [(f"line {n}", value) for n, value in numbered]
         names, top = ({}, {}), None
+    relations = _list(top.get("relations") if isinstance(top, dict) and "results" in top else None)
+    check_items(len(rows) + len(relations), config)
     items: list[Item] = []
     deleted = 0
     for where, row in rows:
@@ -341,8 +332,7 @@ def read_mem0(text: str) -> tuple[list[Item], int]:
             deleted += 1
         else:
             items.append(item)
-    relations = top.get("relations") if isinstance(top, dict) and "results" in top else None
-    for i, relation in enumerate(_list(relations)):
+    for i, relation in enumerate(relations):
         items.append(_mem0_relation(relation, f"relations[{i}]"))
     return items, deleted
 

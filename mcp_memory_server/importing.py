@@ -1,8 +1,10 @@
 """Import in any format the server reads (json, memory-jsonl, mem0, markdown), with progress, and the
 one summary the CLI prints and the `import_memories` tool returns.
 
-json and markdown keep their own rules (portable.py, render.py). The other tools' files (foreign.py)
-go through `import_items`, in one transaction, all or nothing:
+Every file is read and checked first, in a worker thread (one file at a time), within the limits
+that follow MCP_MEMORY_MAX_BODY (import_limits.py: what it unpacks to, its JSON values, its
+items); then stored on the event loop. json and markdown keep their own rules (portable.py,
+render.py). The other tools' files (foreign.py) are stored in one transaction, all or nothing:
 
 - every item is checked as `remember` checks its arguments; any invalid item stops the import
   before anything is written, and the message names up to three of them by line or position; an
@@ -23,34 +25,43 @@ go through `import_items`, in one transaction, all or nothing:
 
 from __future__ import annotations
 
+import gc
 import json
+import re
+import threading
+import traceback
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import NamedTuple
 
+import anyio.lowlevel
+import anyio.to_thread
 from pydantic import Field
 
 from . import validate
 from .config import Config
 from .errors import InvalidInput, SecretRefused
-from .foreign import Item, decode, detect, read_mem0, read_memory_jsonl
+from .foreign import Item, detect, read_mem0, read_memory_jsonl
+from .import_limits import check_json_size, decode
 from .models import Draft, Model
 from .portable import ImportReport as JsonReport
-from .portable import add_records, import_file
-from .portable_format import Record
+from .portable import add_records, import_document
+from .portable_format import Document, Record, read
+from .render import CheckedMarkdown, check_markdown, store_markdown
 from .render import ImportReport as MarkdownReport
-from .render import import_markdown
 from .rows import iso, memory_id, utcnow
 from .store import Store
 from .tokens import fingerprint, normalize
 
-__all__ = ["FORMATS", "ImportSummary", "Progress", "import_bytes", "import_items", "import_text"]
+__all__ = ["FORMATS", "ImportSummary", "Progress", "import_bytes", "import_text"]
 
 FORMATS = ("json", "memory-jsonl", "mem0", "markdown")
 Progress = Callable[[int, int], Awaitable[None]]  # (items done, items in all)
 MAX_ERRORS = 3  # invalid items named in one message
 _ERROR_CHARS = 250  # of each
 MAX_IDS = 100
+_CHECKPOINT_EVERY = 500  # items sorted between two turns of the event loop
 
 
 class ImportSummary(Model):
@@ -76,8 +87,11 @@ async def import_bytes(
     progress: Progress | None = None,
     now: datetime | None = None,
 ) -> ImportSummary:
-    """A file as read from disk (zip and gzip unpacked), in `file_format` or the one it looks like."""
-    return await import_text(store, decode(data, name), file_format, progress=progress, now=now)
+    """A file as read from disk or sent over HTTP (zip and gzip unpacked within the limit of
+    import_limits.decode), in `file_format` or the one it looks like."""
+    now, config = now or utcnow(), store.config
+    checked = await _off_loop(lambda: _checked(decode(data, config, name), file_format, config, now))
+    return await _store(store, checked, progress, now)
 
 
 async def import_text(
@@ -88,30 +102,98 @@ async def import_text(
     progress: Progress | None = None,
     now: datetime | None = None,
 ) -> ImportSummary:
-    try:
-        return await _import_text(store, text, file_format, progress, now or utcnow())
-    except RecursionError:  # json's parser on thousands of nested brackets
-        raise InvalidInput("the file nests JSON too deeply to be a memory export; nothing was imported.") from None
+    """A file's text, in `file_format` or the one it looks like."""
+    now, config = now or utcnow(), store.config
+    checked = await _off_loop(lambda: _checked(text, file_format, config, now))
+    return await _store(store, checked, progress, now)
 
 
-async def _import_text(
-    store: Store, text: str, file_format: str | None, progress: Progress | None, now: datetime
-) -> ImportSummary:
+@dataclass(frozen=True)
+class _Items:
+    """Other tools' items, checked as `remember` checks its arguments, not stored yet."""
+
+    file_format: str
+    count: int  # items in the file, deleted ones included
+    drafts: list[tuple[Item, Draft, str]]  # (item, draft, content fingerprint) of the valid items
+    refused: list[str]  # items left out as essentially a secret
+    skipped: int  # deleted in the other tool: left out
+
+
+_Checked = Document | CheckedMarkdown | _Items
+# One file read and checked at a time in this process: each may take as much memory as the
+# largest legal file does, and several at once would add up.
+_READING = threading.Lock()
+_JSON_START = re.compile(r"\s*[\[{]")
+
+
+async def _off_loop(check: Callable[[], _Checked]) -> _Checked:
+    """Run `check` (unpacking, parsing and checking a file: CPU work that takes seconds for a
+    large one) in a worker thread, so that the event loop keeps answering other requests."""
+
+    def alone() -> _Checked:
+        with _READING:
+            # A file builds millions of objects, none in a cycle (JSON values, items, drafts):
+            # the cyclic collector would walk them all, again and again as they grow, each time
+            # holding the interpreter's lock against the event loop (a 9 MB file: 2.3 of its 2.9
+            # seconds). Reference counting frees them all the same; the collector (of the whole
+            # process) pauses for the seconds a file takes, and catches up after.
+            collecting = gc.isenabled()
+            gc.disable()
+            try:
+                return check()
+            except BaseException as exc:
+                _clear_frames(exc)  # they hold the file's values: freed here, not on the event loop
+                raise
+            finally:
+                if collecting:
+                    gc.enable()
+
+    return await anyio.to_thread.run_sync(alone)
+
+
+def _clear_frames(exc: BaseException | None) -> None:
+    """Clear the local variables of the finished frames an exception (and those it was raised
+    from) holds."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        traceback.clear_frames(exc.__traceback__)
+        exc = exc.__cause__ or exc.__context__
+
+
+def _checked(text: str, file_format: str | None, config: Config, now: datetime) -> _Checked:
+    """The file read in its format and every item checked; InvalidInput (TooLarge) when it is not
+    one to import."""
     if file_format is not None and file_format not in FORMATS:
         raise InvalidInput(f"format {file_format!r} cannot be imported; known formats: {', '.join(FORMATS)}.")
-    chosen = file_format or detect(text)
-    if chosen == "json":
-        return json_summary(await import_file(store, text, now=now, progress=progress))
-    if chosen == "markdown":
-        report = await import_markdown(store, text, now=now)
+    try:
+        if file_format != "markdown" and _JSON_START.match(text):
+            check_json_size(text, config)
+        chosen = file_format or detect(text)
+        if chosen == "json":
+            return read(text, config)
+        if chosen == "markdown":
+            return check_markdown(text, config, client="import-markdown", now=now)
+        if chosen == "memory-jsonl":
+            items, skipped = read_memory_jsonl(text, config), 0
+        else:
+            items, skipped = read_mem0(text, config)
+    except RecursionError:  # json's parser on thousands of nested brackets
+        raise InvalidInput("the file nests JSON too deeply to be a memory export; nothing was imported.") from None
+    checked, refused = _check(items, config)
+    drafts = [(item, draft, fingerprint(draft.content)) for item, draft in checked]
+    return _Items(chosen, len(items) + skipped, drafts, refused, skipped)
+
+
+async def _store(store: Store, checked: _Checked, progress: Progress | None, now: datetime) -> ImportSummary:
+    if isinstance(checked, Document):
+        return json_summary(await import_document(store, checked, now=now, progress=progress))
+    if isinstance(checked, CheckedMarkdown):
+        report = await store_markdown(store, checked, now)
         if progress is not None:
             await progress(report.lines, report.lines)
         return markdown_summary(report)
-    if chosen == "memory-jsonl":
-        items, skipped = read_memory_jsonl(text), 0
-    else:
-        items, skipped = read_mem0(text)
-    return await import_items(store, items, chosen, skipped=skipped, progress=progress, now=now)
+    return await _store_items(store, checked, progress, now)
 
 
 def _tags(tags: Sequence[str], config: Config) -> list[str]:
@@ -151,19 +233,9 @@ def _check(items: Sequence[Item], config: Config) -> tuple[list[tuple[Item, Draf
     return checked, refused
 
 
-async def import_items(
-    store: Store,
-    items: Sequence[Item],
-    file_format: str,
-    *,
-    skipped: int = 0,
-    progress: Progress | None = None,
-    now: datetime | None = None,
-) -> ImportSummary:
+async def _store_items(store: Store, checked: _Items, progress: Progress | None, now: datetime) -> ImportSummary:
     """Store other tools' items in one transaction (see the module's docstring for the rules)."""
-    now = now or utcnow()
-    checked, refused = _check(items, store.config)
-    drafts = [(item, draft, fingerprint(draft.content)) for item, draft in checked]
+    drafts = checked.drafts
     total = len(drafts)
     if progress is not None:
         await progress(0, total)
@@ -194,7 +266,9 @@ async def import_items(
             holders.setdefault(row[0], _Holder(*row))  # a live holder first
         in_file = {d for _, _, d in drafts}
         taken: set[str] = set()
-        for item, draft, digest in drafts:
+        for number, (item, draft, digest) in enumerate(drafts, 1):
+            if number % _CHECKPOINT_EVERY == 0:  # tens of ms of work: let other requests run between
+                await anyio.lowlevel.checkpoint()
             if digest in held:
                 present += 1
                 continue
@@ -226,15 +300,15 @@ async def import_items(
         seqs = await add_records(tx, records, step)
     created = [memory_id(s) for s in seqs]
     summary = ImportSummary(
-        format=file_format,
-        items=len(items) + skipped,
+        format=checked.file_format,
+        items=checked.count,
         created=len(created),
         updated=len(updated),
         present=present,
         archived=sum(item.archived is not None for item, _, _ in drafts),
-        skipped=skipped,
+        skipped=checked.skipped,
         withheld=sum(bool(draft.withheld) for _, draft, _ in drafts),
-        refused=refused,
+        refused=checked.refused,
         ids=(created + updated)[:MAX_IDS],
         detail="",
     )
@@ -270,7 +344,7 @@ def _record(item: Item, draft: Draft, digest: str, number: int, now: datetime) -
     return Record(
         where=item.where,
         seq=number,
-        draft=draft.model_copy(update={"withheld": ()}),
+        draft=draft.model_copy(update={"withheld": ()}) if draft.withheld else draft,  # frozen: shared
         content_hash=digest,
         created_at=iso(created),
         updated_at=iso(changed),

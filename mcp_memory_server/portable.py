@@ -42,7 +42,16 @@ from .rows import COLUMNS, iso, memory_id, utcnow
 from .store import Store
 from .tx import Tx
 
-__all__ = ["ImportReport", "Progress", "Step", "add_records", "export_data", "export_json", "import_file"]
+__all__ = [
+    "ImportReport",
+    "Progress",
+    "Step",
+    "add_records",
+    "export_data",
+    "export_json",
+    "import_document",
+    "import_file",
+]
 
 Progress = Callable[[int, int], Awaitable[None]]  # (items done, items in all)
 Step = Callable[[int], Awaitable[None]]  # told how many more items are done
@@ -157,7 +166,13 @@ async def import_file(
 ) -> ImportReport:
     """Import a file's text in one transaction (see the module's docstring for the rules).
     Raises InvalidInput, naming the item and field, and nothing is written."""
-    document = read(text, store.config)
+    return await import_document(store, read(text, store.config), now=now, progress=progress)
+
+
+async def import_document(
+    store: Store, document: Document, *, now: datetime | None = None, progress: Progress | None = None
+) -> ImportReport:
+    """Import a file already read and checked (portable_format.read) in one transaction."""
     async with store.transaction() as tx:
         return await _import(tx, document, now or utcnow(), progress)
 

@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 from . import validate
 from .config import Config
 from .errors import InvalidInput, SecretRefused
+from .import_limits import check_items
 from .models import Draft
 from .profile_scrub import PROFILE_KEY
 from .profiles import FIELDS
@@ -154,6 +155,7 @@ def read(text: str, config: Config) -> Document:
             f"{VERSION}. Upgrade jiyi to import it."
         )
     _fields(top, _TOP, {"format", "version", "memories"}, "the file")
+    check_items(len(_list(top, "memories", "")) + len(_list(top, "archived", "")), config)
     reader = _Reader(config)
     memories = [r for i, m in enumerate(_list(top, "memories", "")) if (r := reader.memory(m, f"memories[{i}]", False))]
     archived = [r for i, m in enumerate(_list(top, "archived", "")) if (r := reader.memory(m, f"archived[{i}]", True))]

@@ -27,6 +27,7 @@ marker is not counted.
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -38,17 +39,20 @@ from pydantic import Field
 from . import validate
 from .config import Config
 from .errors import InvalidInput, SecretRefused
-from .models import Memory, Model
+from .import_limits import check_items, lines
+from .models import Draft, Memory, Model
 from .rows import parse_id, utcnow
 from .store import Store
 from .tokens import fingerprint
 
 __all__ = [
     "SECTIONS",
+    "CheckedMarkdown",
     "Entry",
     "ImportReport",
     "ParsedMemory",
     "Section",
+    "check_markdown",
     "entries",
     "import_markdown",
     "language",
@@ -57,6 +61,7 @@ __all__ = [
     "render_full",
     "render_store",
     "section_of",
+    "store_markdown",
     "truncate",
 ]
 
@@ -235,7 +240,7 @@ async def render_store(store: Store, *, full: bool = False) -> str:
 _COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)  # unclosed, it runs to the end (as in CommonMark)
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
-_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+(.*\S)\s*$")
+_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+(\S.*)$")  # then rstrip: `(.*\S)\s*$` was quadratic in spaces
 _RULE = re.compile(r"^\s*([-*_])(?:\s*\1){2,}\s*$")  # - - -, * * *: a thematic break, not an item
 _BOX = re.compile(r"^(?:\[(?P<mark>[ xX✓✔])\]|(?P<done>[✅☑✔✓])\ufe0f?|[☐⬜])\s*")
 _DATE = r"(?P<date>\d{4}(?:[-/.]\d{1,2}[-/.]\d{1,2}|\s*年\s*\d{1,2}\s*月\s*\d{1,2}\s*[日号]?))"
@@ -300,16 +305,22 @@ def _item(text: str, section: Section, line: int, today: date) -> ParsedMemory |
     return ParsedMemory(f"✅ {text}" if done else text, section.category, created, line)
 
 
-def _items(text: str) -> Iterator[tuple[str, Section, int]]:
-    """(text, section, line) of every list item; an indented line right after an item continues it."""
+def _items(text: str, max_chars: int) -> Iterator[tuple[str, Section, int]]:
+    """(text, section, line) of every list item; an indented line right after an item continues it.
+    An item longer than `max_chars` stops growing at twice that (and a bit): still too long once
+    _item has taken a date, a box and escaped comment marks (7 characters to 4) off it, so it is
+    refused all the same, and a file of one endless item is not held twice."""
     section, fenced = SECTIONS[-1], False
     item: tuple[list[str], Section, int] | None = None
+    size, keep = 0, 2 * max_chars + 64  # size: the item's length with its white space folded
     # Comments become as many empty lines as they spanned, so that line numbers stay true.
     text = _COMMENT.sub(lambda c: "\n" * c[0].count("\n"), text.removeprefix("\ufeff"))
-    for number, raw in enumerate(text.splitlines(), 1):
+    for number, raw in enumerate(lines(text), 1):
         if item is not None:
             if raw[:1] in (" ", "\t") and raw.strip() and not _ITEM.match(raw) and not _FENCE.match(raw):
-                item[0].append(raw)
+                if size <= keep:
+                    item[0].append(raw)
+                    size += 1 + len(" ".join(raw.split()))
                 continue
             yield " ".join(item[0]), item[1], item[2]
             item = None
@@ -322,12 +333,13 @@ def _items(text: str) -> Iterator[tuple[str, Section, int]]:
         if heading:
             section = _section_named(heading[2].rstrip().rstrip("#"), len(heading[1]), section)
         elif (found := _ITEM.match(raw)) and not _RULE.match(raw):
-            item = ([found[1]], section, number)
+            text = found[1].rstrip()
+            item, size = ([text], section, number), len(" ".join(text.split()))
     if item is not None:
         yield " ".join(item[0]), item[1], item[2]
 
 
-def parse_markdown(text: str, *, today: date | None = None) -> list[ParsedMemory]:
+def parse_markdown(text: str, *, today: date | None = None, max_chars: int = 1 << 20) -> list[ParsedMemory]:
     """The list items of a MEMORY.md file, ours or written by hand, in Chinese or English.
 
     A heading names the section by its words (事件 / events, 偏好 / preferences, 待办 / todos,
@@ -337,10 +349,14 @@ def parse_markdown(text: str, *, today: date | None = None) -> list[ParsedMemory
     above; comments, quotes, prose, tables, code blocks and thematic breaks are skipped. A date
     at the start (`2026-02-13:`, `2026-02-13：`, `2026/2/13`, `2026年2月13日` ...) or in brackets
     at the end (`（2026-02-14）`) becomes the creation date, unless it is after `today` (UTC by
-    default). An open checkbox is dropped; a ticked one (`[x]`, `✅`) becomes a leading `✅`."""
-    today = today or utcnow().date()
-    parsed = (_item(body, section, line, today) for body, section, line in _items(text))
-    return [p for p in parsed if p is not None]
+    default). An open checkbox is dropped; a ticked one (`[x]`, `✅`) becomes a leading `✅`.
+    An item is read up to about `max_chars` characters (a longer one is too long to store)."""
+    return list(_parsed(text, today or utcnow().date(), max_chars))
+
+
+def _parsed(text: str, today: date, max_chars: int) -> Iterator[ParsedMemory]:
+    parsed = (_item(body, section, line, today) for body, section, line in _items(text, max_chars))
+    return (p for p in parsed if p is not None)
 
 
 class ImportReport(Model):
@@ -354,6 +370,38 @@ class ImportReport(Model):
     refused: list[int] = Field(description="Lines of the items left out because they were essentially a secret.")
 
 
+@dataclass(frozen=True)
+class CheckedMarkdown:
+    """A MEMORY.md file's items checked as `remember` checks its arguments, not stored yet."""
+
+    lines: int  # list items found
+    drafts: list[tuple[Draft, str, datetime | None]]  # (draft, content fingerprint, its date)
+    refused: list[int]  # lines of the items left out as essentially a secret
+
+
+def check_markdown(text: str, config: Config, *, client: str | None, now: datetime) -> CheckedMarkdown:
+    """The items of a MEMORY.md file, each checked; InvalidInput naming the line of the first
+    invalid one, TooLarge when there are more than an import takes. CPU work only: the importers
+    run it outside the event loop."""
+    found = _parsed(text, now.astimezone(UTC).date(), config.max_content_chars)
+    parsed = list(itertools.islice(found, config.max_import_items + 1))
+    check_items(len(parsed), config)
+    drafts = []
+    refused: list[int] = []
+    for item in parsed:
+        try:
+            draft = validate.draft(
+                config, content=item.content, category_name=item.category, source_name="manual", client=client
+            )
+        except SecretRefused:
+            refused.append(item.line)
+            continue
+        except InvalidInput as exc:
+            raise InvalidInput(f"line {item.line}: {exc}") from exc
+        drafts.append((draft, fingerprint(draft.content), item.created_at))
+    return CheckedMarkdown(len(parsed), drafts, refused)
+
+
 async def import_markdown(
     store: Store, text: str, *, client: str | None = "import-markdown", now: datetime | None = None
 ) -> ImportReport:
@@ -363,25 +411,16 @@ async def import_markdown(
     (too long, say) stop the import before anything is written, naming their line; items that are
     essentially a secret are left out (as `remember` refuses them) and their lines reported."""
     now = now or utcnow()
-    parsed = parse_markdown(text, today=now.astimezone(UTC).date())
-    drafts = []
-    refused: list[int] = []
-    for item in parsed:
-        try:
-            draft = validate.draft(
-                store.config, content=item.content, category_name=item.category, source_name="manual", client=client
-            )
-        except SecretRefused:
-            refused.append(item.line)
-            continue
-        except InvalidInput as exc:
-            raise InvalidInput(f"line {item.line}: {exc}") from exc
-        drafts.append((draft, fingerprint(draft.content), item.created_at))
+    return await store_markdown(store, check_markdown(text, store.config, client=client, now=now), now)
+
+
+async def store_markdown(store: Store, checked: CheckedMarkdown, now: datetime) -> ImportReport:
+    """Store the checked items not stored yet, in one transaction (see `import_markdown`)."""
     created: list[str] = []
     withheld = 0
     async with store.transaction() as tx:
-        stored = await tx.hashes([digest for _, digest, _ in drafts])
-        for draft, digest, written in drafts:
+        stored = await tx.hashes([digest for _, digest, _ in checked.drafts])
+        for draft, digest, written in checked.drafts:
             if digest in stored:
                 continue
             stored.add(digest)
@@ -389,9 +428,9 @@ async def import_markdown(
             created.append(memory.id)
             withheld += bool(draft.withheld)
     return ImportReport(
-        lines=len(parsed),
+        lines=checked.lines,
         created=created,
-        present=len(drafts) - len(created),
+        present=len(checked.drafts) - len(created),
         withheld=withheld,
-        refused=refused,
+        refused=checked.refused,
     )

@@ -17,10 +17,12 @@ from .errors import InvalidInput
 from .models import CATEGORY_PATTERN
 
 __all__ = [
+    "BODY_BYTES_PER_ITEM",
     "DEFAULT_KEEP_CATEGORIES",
     "ENV_VARS",
     "NAMESPACE_PATTERN",
     "NAMESPACE_RULE",
+    "UNPACK_RATIO",
     "EnvVar",
     "ScoreWeights",
     "check_token",
@@ -52,6 +54,18 @@ def default_category_weights() -> Mapping[str, float]:
 NAMESPACE_PATTERN = re.compile(r"^(?:[a-z0-9][a-z0-9_.-]{0,63})?$")
 NAMESPACE_RULE = "use up to 64 lower-case letters, digits, '_', '.' or '-', starting with a letter or digit."
 MIN_TOKEN_CHARS = 16
+
+# What one import may cost, in proportion to MCP_MEMORY_MAX_BODY, so that one setting raises it
+# all (Config.max_unpacked_bytes, max_import_values, max_import_items). A compressed file unpacks
+# to at most UNPACK_RATIO times the body cap: room for JSON, which gzip shrinks 5 to 12 times,
+# while a body of gzipped zeros (4 GiB in 4 MiB) stops at 64 MiB. Its size alone does not bound
+# what reading a file costs: Python holds a JSON value in 30 to 70 bytes, so `[{}, {}, ...]` takes
+# 20 times its size, and a tiny item costs as much to check as a real one (a 64 KB gzip of
+# `[{"memory": "a"}, ...]` unpacks to 32 MB: 3.5 GB and three minutes to read). Hence counts of
+# the JSON values a file holds (one per byte of the body cap) and of its items (one per
+# BODY_BYTES_PER_ITEM bytes): the largest legal file and the worst one then cost about the same.
+UNPACK_RATIO = 16
+BODY_BYTES_PER_ITEM = 32
 _TOKEN = re.compile(r"^[\x21-\x7e]+$")  # visible ASCII: what an Authorization header carries
 
 
@@ -363,7 +377,9 @@ ENV_VARS: tuple[EnvVar, ...] = (
         "max_body_bytes",
         _positive_int,
         str(4 * 1024 * 1024),
-        "Largest HTTP request body, in bytes; larger requests are refused with 413.",
+        "Largest HTTP request body, in bytes; larger requests are refused with 413. Imports follow it: a zip or "
+        f"gzip file unpacks to at most {UNPACK_RATIO} times this, and holds at most one JSON value per byte and "
+        f"one item per {BODY_BYTES_PER_ITEM} bytes of it.",
     ),
     EnvVar(
         "MCP_MEMORY_STATELESS",
