@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from mcp import Client
+from mcp.server.mcpserver import MCPServer
 from mcp_types import Prompt, Tool
 
 from mcp_memory_server import cli
@@ -30,6 +31,9 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 README_LIMIT = 300  # lines: the README is a front page; the reference lives in docs/
+# The Default cell of an optional argument that publishes no default: leaving it out means null
+# in the code (no filter, no key, the topic kept, ...), and its Meaning says what that does.
+NO_DEFAULT = "—"
 
 
 def page(name: str) -> str:
@@ -126,6 +130,9 @@ class Surface:
     tools: dict[str, Tool]
     resources: set[str]  # static URIs and URI templates
     prompts: dict[str, Prompt]
+    # tool -> argument -> its default in the code: the SDK's schema before the server trims it
+    # (an optional argument whose default is null publishes no default at all)
+    code_defaults: dict[str, dict[str, Any]]
 
 
 async def _every_page(fetch: Callable[..., Awaitable[Any]], field: str) -> list[Any]:
@@ -141,15 +148,21 @@ async def _every_page(fetch: Callable[..., Awaitable[Any]], field: str) -> list[
 
 @pytest.fixture
 async def surface(config: Config, segmenter: Segmenter) -> Surface:
-    async with Client(build_server(config, segmenter)) as client:
+    server = build_server(config, segmenter)
+    async with Client(server) as client:
         tools = await _every_page(client.list_tools, "tools")
         resources = await _every_page(client.list_resources, "resources")
         templates = await _every_page(client.list_resource_templates, "resource_templates")
         prompts = await _every_page(client.list_prompts, "prompts")
+    untrimmed = await MCPServer.list_tools(server)  # the base class's schemas: every default kept
     return Surface(
         tools={t.name: t for t in tools},
         resources={str(r.uri) for r in resources} | {t.uri_template for t in templates},
         prompts={p.name: p for p in prompts},
+        code_defaults={
+            t.name: {arg: prop["default"] for arg, prop in t.input_schema["properties"].items() if "default" in prop}
+            for t in untrimmed
+        },
     )
 
 
@@ -178,15 +191,20 @@ def _parsers() -> dict[str, argparse.ArgumentParser]:
     return {"": parser, **subcommands.choices}
 
 
-def _nested_objects(schema: dict[str, Any], path: str = "") -> list[tuple[str, set[str]]]:
-    """(path, field names) of every object schema below the top level, through properties and
-    array items (output schemas are inlined: no $defs)."""
+def _nested_objects(
+    schema: dict[str, Any], path: str = "", defs: dict[str, Any] | None = None
+) -> list[tuple[str, set[str]]]:
+    """(path, field names) of every object schema below the top level, through properties, array
+    items and references to `$defs` (the profile's item is defined once and referenced)."""
+    defs = schema.get("$defs", {}) if defs is None else defs
     found: list[tuple[str, set[str]]] = []
     for key, sub in schema.get("properties", {}).items():
         for where, node in ((f"{path}{key}", sub), (f"{path}{key}[]", sub.get("items", {}))):
+            if isinstance(node, dict) and "$ref" in node:
+                node = defs[node["$ref"].rsplit("/", 1)[-1]]
             if isinstance(node, dict) and node.get("properties"):
                 found.append((where, set(node["properties"])))
-                found += _nested_objects(node, where + ".")
+                found += _nested_objects(node, where + ".", defs)
     return found
 
 
@@ -290,8 +308,12 @@ async def test_every_tool_argument_is_documented_with_its_default_and_bounds(sur
             where = f"{name}({arg})"
             if arg in required:
                 assert default == "required", f"{where} is required"
-            else:
+            elif "default" in properties[arg]:
                 assert json.loads(first_code(default)) == properties[arg]["default"], f"{where}: wrong default"
+            else:  # published without a default: leaving it out is null in the code, and says so
+                assert default == NO_DEFAULT, f"{where} publishes no default: its Default cell reads {NO_DEFAULT}"
+                assert arg in surface.code_defaults[name], f"{where}: omitted, it is not optional in the code"
+                assert surface.code_defaults[name][arg] is None, f"{where}: omitted, it is not null in the code"
             limits = _bounds(properties[arg], tool.input_schema.get("$defs", {}))
             assert numbers(bounds) == limits, f"{where}: bounds {bounds!r} differ from the schema"
             assert meaning, f"{where} has no meaning"
