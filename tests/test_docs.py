@@ -1,9 +1,10 @@
 """The README and the pages in docs/ are tested against the code, at the level users care about:
 every tool and each of its arguments (default and bounds), its result fields, every resource and
 template, every prompt and its arguments, every setting with its default, every command and flag
-of the command line is documented in its page, and everything documented exists. Every link
-between the README and docs/ resolves, and the README stays a front page (at most 300 lines).
-Nothing here needs the network: the server runs in-process."""
+of the command line is documented in its page, and everything documented exists; every tool
+result shown as an example has the tool's real shape. Every link between the README and docs/
+resolves, and the README stays a front page (at most 300 lines). Nothing here needs the network:
+the server runs in-process."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
@@ -333,6 +335,52 @@ async def test_every_tool_result_field_is_documented(surface: Surface) -> None:
         for path, fields in _nested_objects(schema):
             missing = fields - mentioned
             assert not missing, f"{name}: {path} fields {sorted(missing)} are not in docs/tools.md"
+
+
+def _example_results(text: str) -> list[dict[str, Any]]:
+    """The tool results shown in fenced blocks: each line that is a JSON object on its own (results
+    are shown as their compact JSON text, one per line)."""
+    found = []
+    for block in re.findall(r"^```[a-z]*\n(.*?)^```", text, flags=re.MULTILINE | re.DOTALL):
+        for line in block.splitlines():
+            if line.startswith("{"):
+                try:
+                    value = json.loads(line)
+                except ValueError:
+                    continue  # a JSON snippet cut short on purpose, not a result
+                found.append(value)
+    return found
+
+
+def _is_result_of(example: dict[str, Any], tool: Tool) -> bool:
+    """Every field of the tool's result, as the tool always sends them, with valid values."""
+    schema = tool.output_schema or {}
+    if set(example) != set(schema.get("properties", {})):
+        return False
+    jsonschema.validate(example, schema)
+    for path, fields in _nested_objects(schema):
+        nodes: list[Any] = [example]
+        for part in path.split("."):
+            nodes = [node[part.removesuffix("[]")] for node in nodes if node is not None]
+            if part.endswith("[]"):
+                nodes = [item for node in nodes for item in node]
+        for node in nodes:
+            assert node is None or set(node) == fields, f"{tool.name}: {path} of an example has other fields"
+    return True
+
+
+@pytest.mark.anyio
+async def test_example_results_have_the_tools_real_shape(surface: Surface) -> None:
+    """A result shown in a tool's section of tools.md is that tool's, whole; one anywhere else in
+    tools.md or in the README is some tool's."""
+    for name, body in named(page("tools.md")).items():
+        for example in _example_results(body):
+            assert _is_result_of(example, surface.tools[name]), f"docs/tools.md: {name}'s example {sorted(example)}"
+    for where, text in (("docs/tools.md", page("tools.md")), ("README.md", README)):
+        examples = _example_results(text)
+        assert examples, f"{where} shows no tool result"
+        for example in examples:
+            assert any(_is_result_of(example, t) for t in surface.tools.values()), f"{where}: {sorted(example)}"
 
 
 @pytest.mark.anyio
