@@ -1,9 +1,10 @@
 """The README and the pages in docs/ are tested against the code, at the level users care about:
 every tool and each of its arguments (default and bounds), its result fields, every resource and
 template, every prompt and its arguments, every setting with its default, every command and flag
-of the command line is documented in its page, and everything documented exists. Every link
-between the README and docs/ resolves, and the README stays a front page (at most 300 lines).
-Nothing here needs the network: the server runs in-process."""
+of the command line is documented in its page, and everything documented exists; every tool
+result shown as an example has the tool's real shape. Every link between the README and docs/
+resolves, and the README stays a front page (at most 300 lines). Nothing here needs the network:
+the server runs in-process."""
 
 from __future__ import annotations
 
@@ -16,8 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 from mcp import Client
+from mcp.server.mcpserver import MCPServer
 from mcp_types import Prompt, Tool
 
 from mcp_memory_server import cli
@@ -30,6 +33,9 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 README_LIMIT = 300  # lines: the README is a front page; the reference lives in docs/
+# The Default cell of an optional argument that publishes no default: leaving it out means null
+# in the code (no filter, no key, the topic kept, ...), and its Meaning says what that does.
+NO_DEFAULT = "—"
 
 
 def page(name: str) -> str:
@@ -126,6 +132,9 @@ class Surface:
     tools: dict[str, Tool]
     resources: set[str]  # static URIs and URI templates
     prompts: dict[str, Prompt]
+    # tool -> argument -> its default in the code: the SDK's schema before the server trims it
+    # (an optional argument whose default is null publishes no default at all)
+    code_defaults: dict[str, dict[str, Any]]
 
 
 async def _every_page(fetch: Callable[..., Awaitable[Any]], field: str) -> list[Any]:
@@ -141,15 +150,21 @@ async def _every_page(fetch: Callable[..., Awaitable[Any]], field: str) -> list[
 
 @pytest.fixture
 async def surface(config: Config, segmenter: Segmenter) -> Surface:
-    async with Client(build_server(config, segmenter)) as client:
+    server = build_server(config, segmenter)
+    async with Client(server) as client:
         tools = await _every_page(client.list_tools, "tools")
         resources = await _every_page(client.list_resources, "resources")
         templates = await _every_page(client.list_resource_templates, "resource_templates")
         prompts = await _every_page(client.list_prompts, "prompts")
+    untrimmed = await MCPServer.list_tools(server)  # the base class's schemas: every default kept
     return Surface(
         tools={t.name: t for t in tools},
         resources={str(r.uri) for r in resources} | {t.uri_template for t in templates},
         prompts={p.name: p for p in prompts},
+        code_defaults={
+            t.name: {arg: prop["default"] for arg, prop in t.input_schema["properties"].items() if "default" in prop}
+            for t in untrimmed
+        },
     )
 
 
@@ -178,15 +193,20 @@ def _parsers() -> dict[str, argparse.ArgumentParser]:
     return {"": parser, **subcommands.choices}
 
 
-def _nested_objects(schema: dict[str, Any], path: str = "") -> list[tuple[str, set[str]]]:
-    """(path, field names) of every object schema below the top level, through properties and
-    array items (output schemas are inlined: no $defs)."""
+def _nested_objects(
+    schema: dict[str, Any], path: str = "", defs: dict[str, Any] | None = None
+) -> list[tuple[str, set[str]]]:
+    """(path, field names) of every object schema below the top level, through properties, array
+    items and references to `$defs` (the profile's item is defined once and referenced)."""
+    defs = schema.get("$defs", {}) if defs is None else defs
     found: list[tuple[str, set[str]]] = []
     for key, sub in schema.get("properties", {}).items():
         for where, node in ((f"{path}{key}", sub), (f"{path}{key}[]", sub.get("items", {}))):
+            if isinstance(node, dict) and "$ref" in node:
+                node = defs[node["$ref"].rsplit("/", 1)[-1]]
             if isinstance(node, dict) and node.get("properties"):
                 found.append((where, set(node["properties"])))
-                found += _nested_objects(node, where + ".")
+                found += _nested_objects(node, where + ".", defs)
     return found
 
 
@@ -290,8 +310,12 @@ async def test_every_tool_argument_is_documented_with_its_default_and_bounds(sur
             where = f"{name}({arg})"
             if arg in required:
                 assert default == "required", f"{where} is required"
-            else:
+            elif "default" in properties[arg]:
                 assert json.loads(first_code(default)) == properties[arg]["default"], f"{where}: wrong default"
+            else:  # published without a default: leaving it out is null in the code, and says so
+                assert default == NO_DEFAULT, f"{where} publishes no default: its Default cell reads {NO_DEFAULT}"
+                assert arg in surface.code_defaults[name], f"{where}: omitted, it is not optional in the code"
+                assert surface.code_defaults[name][arg] is None, f"{where}: omitted, it is not null in the code"
             limits = _bounds(properties[arg], tool.input_schema.get("$defs", {}))
             assert numbers(bounds) == limits, f"{where}: bounds {bounds!r} differ from the schema"
             assert meaning, f"{where} has no meaning"
@@ -311,6 +335,52 @@ async def test_every_tool_result_field_is_documented(surface: Surface) -> None:
         for path, fields in _nested_objects(schema):
             missing = fields - mentioned
             assert not missing, f"{name}: {path} fields {sorted(missing)} are not in docs/tools.md"
+
+
+def _example_results(text: str) -> list[dict[str, Any]]:
+    """The tool results shown in fenced blocks: each line that is a JSON object on its own (results
+    are shown as their compact JSON text, one per line)."""
+    found = []
+    for block in re.findall(r"^```[a-z]*\n(.*?)^```", text, flags=re.MULTILINE | re.DOTALL):
+        for line in block.splitlines():
+            if line.startswith("{"):
+                try:
+                    value = json.loads(line)
+                except ValueError:
+                    continue  # a JSON snippet cut short on purpose, not a result
+                found.append(value)
+    return found
+
+
+def _is_result_of(example: dict[str, Any], tool: Tool) -> bool:
+    """Every field of the tool's result, as the tool always sends them, with valid values."""
+    schema = tool.output_schema or {}
+    if set(example) != set(schema.get("properties", {})):
+        return False
+    jsonschema.validate(example, schema)
+    for path, fields in _nested_objects(schema):
+        nodes: list[Any] = [example]
+        for part in path.split("."):
+            nodes = [node[part.removesuffix("[]")] for node in nodes if node is not None]
+            if part.endswith("[]"):
+                nodes = [item for node in nodes for item in node]
+        for node in nodes:
+            assert node is None or set(node) == fields, f"{tool.name}: {path} of an example has other fields"
+    return True
+
+
+@pytest.mark.anyio
+async def test_example_results_have_the_tools_real_shape(surface: Surface) -> None:
+    """A result shown in a tool's section of tools.md is that tool's, whole; one anywhere else in
+    tools.md or in the README is some tool's."""
+    for name, body in named(page("tools.md")).items():
+        for example in _example_results(body):
+            assert _is_result_of(example, surface.tools[name]), f"docs/tools.md: {name}'s example {sorted(example)}"
+    for where, text in (("docs/tools.md", page("tools.md")), ("README.md", README)):
+        examples = _example_results(text)
+        assert examples, f"{where} shows no tool result"
+        for example in examples:
+            assert any(_is_result_of(example, t) for t in surface.tools.values()), f"{where}: {sorted(example)}"
 
 
 @pytest.mark.anyio
