@@ -224,7 +224,7 @@ def test_the_command_line_refuses_a_gzip_bomb(
     assert cli.main(["--db", str(db), "--log-level", "WARNING", "import", str(bomb)]) == 1
     captured = capsys.readouterr()
     assert captured.out == ""
-    assert captured.err.startswith(f"mcp-memory-server: {bomb} unpacks to over {CAP:,} bytes"), captured.err
+    assert captured.err.startswith(f"jiyi: {bomb} unpacks to over {CAP:,} bytes"), captured.err
     assert "Raise MCP_MEMORY_MAX_BODY" in captured.err and captured.err.count("\n") == 1
 
 

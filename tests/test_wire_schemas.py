@@ -114,7 +114,7 @@ def session(peer: Peer) -> dict[str, Any]:
         return answer["result"]
 
     coffee = call("remember", {"content": "我每天早上喝一杯拿铁咖啡", "category": "preference", "tags": ["咖啡"]})
-    memory_id = coffee["structuredContent"]["memory"]["id"]
+    memory_id = coffee["structuredContent"]["id"]
     # A write to a subscribed resource: both kinds of change notification follow.
     peer.wait_for(_is("notifications/resources/list_changed"), "resources/list_changed after remember")
     peer.wait_for(
@@ -139,7 +139,7 @@ def session(peer: Peer) -> dict[str, Any]:
 
     stats = peer.request("resources/read", {"uri": "memory://stats"})["result"]
     assert stats["contents"][0]["uri"] == "memory://stats"
-    uri = f"memory://memories/{python['structuredContent']['memory']['id']}"
+    uri = f"memory://memories/{python['structuredContent']['id']}"
     assert peer.request("resources/read", {"uri": uri})["result"]["contents"]
     turn = {"user_message": "我搬到上海了", "assistant_message": "好的, noted."}
     prompt = peer.request("prompts/get", {"name": "extract_memories", "arguments": turn})
