@@ -73,7 +73,10 @@ _FOLD = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)} | {0x3000: 0x20}
 _WITHHELD = lazy(r"\[withheld: [^\]\n]{1,60}\]")  # already redacted: redact() is idempotent
 _SEGMENTS = lazy(r"[^-_.]+")
 _WORDISH = lazy(r"[A-Za-z][a-z]*|[A-Z]+|\d{1,4}|v\d+")
-_CAMEL = lazy(r"(?=.*[a-z])(?:[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+)(?:[A-Z][a-z]+|[A-Z]+(?![a-z])|\d+)*")
+# CamelCase with numbers: lower-case letters only at the start or after capitals (Ed25519PrivateKey,
+# HTTPServer2, iPhone15). Each run is taken whole (possessive), so a long run of digits or letters
+# cannot be split in exponentially many ways when the name turns out not to fit.
+_CAMEL = lazy(r"(?=.*[a-z])[a-z]*+(?:[A-Z]++[a-z]*+|\d++)*+")
 
 
 def _looks_random(value: str) -> bool:
