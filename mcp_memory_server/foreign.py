@@ -43,7 +43,9 @@ __all__ = ["FOREIGN", "Item", "ItemError", "decode", "detect", "read_mem0", "rea
 FOREIGN = ("memory-jsonl", "mem0")
 MAX_UNPACKED = 512 * 1024 * 1024  # a compressed export never unpacks past this (a zip bomb stops here)
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
-_LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+\S", re.MULTILINE)
+# Only searched for (is there one?): indentation stays on its line, so a run of empty lines is not
+# read again from each of them.
+_LIST_ITEM = re.compile(r"^[^\S\n]*(?:[-*+]|\d{1,9}[.)])\s+\S", re.MULTILINE)
 _HEADING = re.compile(r"^#{1,6}\s+\S", re.MULTILINE)
 _USER = {"user", "default_user", "the user", "me", "myself", "i", "用户", "我", "本人"}
 _ENTITY_CATEGORIES = {

@@ -18,6 +18,8 @@ with no digit, symbol or inner capital in English prose ("my password is sunshin
 from __future__ import annotations
 
 import base64
+import bisect
+import functools
 import keyword
 import math
 import re
@@ -58,13 +60,38 @@ class _Rule:
     check: Check
     hints: tuple[str, ...] = ()  # lower-case; the pattern cannot match unless one occurs in the text
 
-    def spans(self, text: str) -> Iterator[Span]:
+    def spans(self, text: str, taken: _Taken) -> Iterator[Span]:
         pos = 0
         while (m := self.pattern.search(text, pos)) is not None:
             if (span := self.check(m)) is not None:
                 yield span
-            # A rejected statement may hide an accepted one inside it ("password: none;pwd=x").
-            pos = m.end() if span is not None else m.start() + 1
+            # A rejected statement may hide an accepted one inside it ("password: none;pwd=x"). An
+            # accepted span reaching past the match (a passphrase: the rest of its line) and withheld
+            # holds every later match of this rule that starts in it, so they are not judged again.
+            pos = m.start() + 1 if span is None else max(m.end(), span[1]) if taken.holds(span) else m.end()
+
+
+class _Taken:
+    """The spans withheld so far: sorted, never overlapping, so one bisection answers for all."""
+
+    def __init__(self, spans: Iterator[Span]) -> None:
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+        for start, end in spans:
+            self.add(start, end)
+
+    def overlaps(self, start: int, end: int) -> bool:
+        i = bisect.bisect_left(self.starts, end)  # the spans starting before `end`; the last ends latest
+        return i > 0 and self.ends[i - 1] > start
+
+    def holds(self, span: Span) -> bool:
+        i = bisect.bisect_left(self.starts, span[0])
+        return i < len(self.starts) and (self.starts[i], self.ends[i]) == span
+
+    def add(self, start: int, end: int) -> None:
+        i = bisect.bisect_left(self.starts, start)
+        self.starts.insert(i, start)
+        self.ends.insert(i, end)
 
 
 # Full-width ASCII (ｐｗｄ：，＝) and the ideographic space fold to ASCII one character for one, so
@@ -76,7 +103,8 @@ _WORDISH = lazy(r"[A-Za-z][a-z]*|[A-Z]+|\d{1,4}|v\d+")
 # CamelCase with numbers: lower-case letters only at the start or after capitals (Ed25519PrivateKey,
 # HTTPServer2, iPhone15). Each run is taken whole (possessive), so a long run of digits or letters
 # cannot be split in exponentially many ways when the name turns out not to fit.
-_CAMEL = lazy(r"(?=.*[a-z])[a-z]*+(?:[A-Z]++[a-z]*+|\d++)*+")
+# The lookbehind keeps a search from starting inside a run (only fullmatch is used, where it holds).
+_CAMEL = lazy(r"(?<![A-Za-z0-9])(?=[A-Z0-9]*+[a-z])[a-z]*+(?:[A-Z]++[a-z]*+|\d++)*+")
 
 
 def _looks_random(value: str) -> bool:
@@ -137,15 +165,38 @@ _PROVIDERS = [
 ]
 
 
-_PEM = lazy(
-    r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
-    r"(?:[\s\S]*?-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|(?:\s*[A-Za-z0-9+/=]{16,})+)"
-)
+# A block runs from its BEGIN line to the first END line after it, or, without one, over the key's
+# lines. Finding the END line is left to `_PemRule`: a pattern scanning ahead for it from every
+# BEGIN line would read the text again for each of them.
+_PEM_BEGIN = lazy(r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
+_PEM_END = lazy(r"-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
+_PEM_LINES = lazy(r"(?:\s*+[A-Za-z0-9+/=]{16,}+)++")
+_PEM_KEY = lazy(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{16}")
 
 
-def _pem(m: re.Match[str]) -> Span | None:
-    # "-----BEGIN PRIVATE KEY----- ... -----END PRIVATE KEY-----" in a note about formats has no key.
-    return m.span() if re.search(r"[A-Za-z0-9+/]{16,}", m.group().split("-----")[2]) else None
+class _PemRule(_Rule):
+    """A private key block from its BEGIN line to the first END line after it, or, without one,
+    over the key's lines. The END line is searched for once for all the BEGIN lines before it."""
+
+    def spans(self, text: str, taken: _Taken) -> Iterator[Span]:
+        pos = 0
+        end_line: re.Match[str] | None = None
+        looked = False  # whether end_line is the first END line after some BEGIN line before
+        while (begin := self.pattern.search(text, pos)) is not None:
+            if not looked or (end_line is not None and end_line.start() < begin.end()):
+                end_line, looked = _PEM_END.search(text, begin.end()), True
+            block = end_line or _PEM_LINES.match(text, begin.end())
+            if block is None:
+                pos = begin.start() + 1
+                continue
+            # "-----BEGIN PRIVATE KEY----- ... -----END PRIVATE KEY-----" in a note about formats has
+            # no key: key material comes between the BEGIN line and the next five dashes.
+            dashes = text.find("-----", begin.end(), block.end())
+            if _PEM_KEY.search(text, begin.end(), block.end() if dashes < 0 else dashes):
+                yield begin.start(), block.end()
+                pos = block.end()
+            else:
+                pos = begin.start() + 1
 
 
 # Statements. After the label: an optional closing quote or Markdown bold (JSON keys, **password**),
@@ -179,16 +230,19 @@ getpass bool boolean float dict list any object secretbytes md5 sha1 sha256 sha-
 plaintext hash aes rsa base64
 """
 _NOT_A_VALUE = frozenset(_NOT_VALUES.split())
+# Tests of a whole value, anchored (\A) so that no search could try them from every position.
 # Masks, template and environment variables, query parameters, structures, YAML tags.
-_PLACEHOLDER = lazy(r"[*xX•.#?_\-]+|.*[*•]{3}.*|[<{\[(].*|\$(?:\{?\w+\}?|\(.*)|%\(?\w*\)?[sd]|[:@!]\w+")
-_CALL = lazy(r"[A-Za-z_][\w.]*[(\[]")  # input(), os.environ["X"], request.form['password']
-_ATTRIBUTE = lazy(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")  # self.password, settings.DB_PASSWORD
+_PLACEHOLDER = lazy(r"\A(?:[*xX•.#?_\-]+|(?=.*[*•]{3}).*|[<{\[(].*|\$(?:\{?\w+\}?|\(.*)|%\(?\w*\)?[sd]|[:@!]\w+)")
+_CALL = lazy(r"\A[A-Za-z_][\w.]*[(\[]")  # input(), os.environ["X"], request.form['password']
+_ATTRIBUTE = lazy(r"\A[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")  # self.password, settings.DB_PASSWORD
 # E-mail addresses, URLs, phone numbers and paths (pwd: /home/alice) are not passwords.
-_CONTACT = lazy(r"[\w.+\-]+@[\w\-]+\.[\w.\-]+|\w+://\S*|www\.\S+|\+\d+|[~.]?/\S*")
+_CONTACT = lazy(r"\A(?:[\w.+\-]+@[\w\-]+\.[\w.\-]+|\w+://\S*|www\.\S+|\+\d+|[~.]?/\S*)")
 _CLOSERS = {")": "(", "]": "[", "}": "{"}
-_PROSE_NEXT = lazy(r"[ \t]+[a-z]")
-_UNIT_NEXT = lazy(r"[ \t]*[年月日号位次个天元块岁]")
-_ANNOTATION_NEXT = lazy(r"[ \t]*(?:\||=(?!=))")  # `password: _Secret | None = None`
+# What follows a value, matched where the value ends (never after a space or tab: the lookbehinds
+# keep a search from trying them again inside a run of blanks).
+_PROSE_NEXT = lazy(r"(?<![ \t])[ \t]+[a-z]")
+_UNIT_NEXT = lazy(r"(?<![ \t])[ \t]*[年月日号位次个天元块岁]")
+_ANNOTATION_NEXT = lazy(r"(?<![ \t])[ \t]*(?:\||=(?!=))")  # `password: _Secret | None = None`
 
 
 def _value(m: re.Match[str]) -> tuple[str, int, int, bool]:
@@ -221,31 +275,63 @@ def _password_shaped(value: str) -> bool:
     return any(c.isdigit() or not (c.isalnum() or c in "-_'") for c in core) or any(c.isupper() for c in core[1:])
 
 
+_NOT_PLAIN = lazy(r"[\d!@#$%^&*+?~]")
+_BLANK = lazy(r"[ \t]")
+_HAN = lazy(r"[\u4e00-\u9fff]")
+_DIGIT = lazy(r"\d")
+
+
 def _code_name(separator: str, value: str) -> bool:
     """In code an unquoted value is a name, not a password: `if password == stored`,
     `password = getpass_result`, `login(password=new_password)`, `pwd=newPass`."""
     op = separator.strip(" \t*\"'`")
     if op in ("==", ":=", "=>"):
         return True
-    plain = op == "=" and not re.search(r"[\d!@#$%^&*+?~]", value)
-    return plain and (bool(re.search(r"[ \t]", separator)) or "_" in value or value[1:] != value[1:].lower())
+    plain = op == "=" and not _NOT_PLAIN.search(value)
+    return plain and (bool(_BLANK.search(separator)) or "_" in value or value[1:] != value[1:].lower())
+
+
+# A passphrase is judged on at most this much of its line (a text with many "passphrase:" labels on
+# one long line would otherwise have the line read again for each); what is withheld is the line.
+_PASSPHRASE_JUDGED = 1000
+
+
+@functools.lru_cache(maxsize=8)  # asked once per passphrase label of the text being redacted
+def _line_ends(text: str) -> tuple[list[int], list[int]]:
+    """Where each line of `text` ends: at its newline, and before its trailing spaces and full stops."""
+    ends: list[int] = []
+    kept: list[int] = []
+    start = 0
+    while True:
+        newline = text.find("\n", start)
+        end = len(text) if newline < 0 else newline
+        ends.append(end)
+        kept.append(start + len(text[start:end].rstrip(" .。")))
+        if newline < 0:
+            return ends, kept
+        start = newline + 1
+
+
+def _passphrase(m: re.Match[str]) -> Span | None:
+    """An unquoted passphrase after "passphrase:" is the rest of the line, spaces and all."""
+    start = m.start("v")
+    ends, kept = _line_ends(m.string)
+    end = max(start, kept[bisect.bisect_left(ends, start)])
+    judged = m.string[start : min(end, start + _PASSPHRASE_JUDGED)]
+    if len(judged) < 4 or _is_code_or_placeholder(judged) or _code_name(m.group("strong"), judged):
+        return None
+    return start, end
 
 
 def _password(m: re.Match[str]) -> Span | None:
     if m.group("strong") and m.group("v") and "phrase" in m.group("label").lower():
-        # An unquoted passphrase after "passphrase:" is the rest of the line, spaces and all.
-        start = m.start("v")
-        line_end = m.string.find("\n", start)
-        rest = m.string[start : line_end if line_end >= 0 else len(m.string)].rstrip(" .。")
-        if len(rest) < 4 or _is_code_or_placeholder(rest) or _code_name(m.group("strong"), rest):
-            return None
-        return start, start + len(rest)
+        return _passphrase(m)
     value, start, end, quoted = _value(m)
     if len(value) < 4 or _is_code_or_placeholder(value):
         return None
     if m.group("bare") is not None:  # 保险箱密码 9527: Chinese labels, values with digits, not 密码 8 位
-        chinese = re.search(r"[\u4e00-\u9fff]", m.group("label")) and not _UNIT_NEXT.match(m.string, end)
-        return (start, end) if chinese and re.search(r"\d", value) else None
+        chinese = _HAN.search(m.group("label")) and not _UNIT_NEXT.match(m.string, end)
+        return (start, end) if chinese and _DIGIT.search(value) else None
     if quoted:
         return start, end
     if m.group("weak") is not None and not _password_shaped(value):
@@ -331,11 +417,14 @@ def _luhn(digits: str) -> bool:
     return sum(d - 9 if d > 9 else d for d in doubled) % 10 == 0
 
 
+_NOT_DIGITS = lazy(r"\D+")
+
+
 def _card(m: re.Match[str]) -> Span | None:
     start, end = m.span()
-    if m.group("tail") is not None and not _luhn(re.sub(r"\D", "", m.group())):
+    if m.group("tail") is not None and not _luhn(_NOT_DIGITS.sub("", m.group())):
         end = m.start("tail")  # 4111 1111 1111 1111 123: the card, then a security code
-    digits = re.sub(r"\D", "", m.string[start:end])
+    digits = _NOT_DIGITS.sub("", m.string[start:end])
     if not _luhn(digits) or _RESIDENT_ID.fullmatch(digits):
         return None
     before = m.string[max(0, start - 16) : start]
@@ -356,7 +445,7 @@ _SHAPES = [
 ]
 
 # Priority: unambiguous shapes first, so a key written after a label keeps its provider's name.
-_PRIVATE_KEY = _Rule("private key block", _PEM, _pem, ("private key",))
+_PRIVATE_KEY = _PemRule("private key block", _PEM_BEGIN, _span, ("private key",))
 _RULES = [_PRIVATE_KEY, *_PROVIDERS, *_STATEMENTS[:2], *_SHAPES, *_STATEMENTS[2:]]
 
 
@@ -371,12 +460,12 @@ def find_secrets(text: str) -> list[Finding]:
     folded = text if text.isascii() else text.translate(_FOLD)
     lowered = folded.lower()
     wanted = _ALWAYS.union(*(rules for hint, rules in _BY_HINT.items() if hint in lowered))
-    taken = [m.span() for m in _WITHHELD.finditer(folded)]
+    taken = _Taken(m.span() for m in _WITHHELD.finditer(folded))
     found: list[Finding] = []
     for rule in (_RULES[i] for i in sorted(wanted)):  # in priority order
-        for start, end in rule.spans(folded):
-            if start < end and not any(start < e and s < end for s, e in taken):
-                taken.append((start, end))
+        for start, end in rule.spans(folded, taken):
+            if start < end and not taken.overlaps(start, end):
+                taken.add(start, end)
                 found.append(Finding(rule.kind, start, end))
     return sorted(found, key=lambda f: f.start)
 

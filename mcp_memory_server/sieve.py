@@ -41,7 +41,9 @@ MAX_TOKENS = 1500
 _MAX_ITEMS = 20
 _PREVIEW = 300
 _NOTE_PART = 400
-_FENCE = re.compile(r"^\s*```(?:json)?\s*|\s*```\s*$", re.IGNORECASE)
+# The closing fence is tried from the start of a run of blanks (or right at the fence), not again
+# from each blank in the run.
+_FENCE = re.compile(r"^\s*```(?:json)?\s*|(?:(?<!\s)\s*|(?=```))```\s*$", re.IGNORECASE)
 
 
 class ExtractResult(Model):

@@ -225,8 +225,10 @@ _CERTAIN = re.compile(
     re.IGNORECASE,
 )
 _NUMBER = re.compile(r"\d+|[一二三四五六七八九十百千万两]+(?=[个万千百元块岁年月日号点天次倍%])")
+# A number starts a run of digits, or the digit after a currency sign's one ($1234元 is $1, then 234元):
+# tried from every digit of a long run, the pattern would read the rest of the run each time.
 _AMOUNT = re.compile(
-    r"\d+(?:\.\d+)?\s*(?:%|％|万|千|亿|元|块|円|日元|美元|刀|k\b|kb|mb|gb|tb|ms\b|秒|分钟|小时|天|周|个月|年|岁|kg|km|°|度)"
+    r"(?:(?<!\d)|(?<=\d)(?<!\d\d))\d+(?:\.\d+)?\s*(?:%|％|万|千|亿|元|块|円|日元|美元|刀|k\b|kb|mb|gb|tb|ms\b|秒|分钟|小时|天|周|个月|年|岁|kg|km|°|度)"
     r"|[$¥€£]\s*\d",
     re.IGNORECASE,
 )
@@ -242,6 +244,7 @@ _TECHNICAL = re.compile(
 )
 _CAPITALISED = re.compile(r"\b[A-Z][\w'-]*")
 _SENTENCE_START = re.compile(r"(?:^|[.!?:]\s+)$")
+_NOT_ALNUM = re.compile(r"[\W_]+")
 _LATIN_TERM = re.compile(r"[A-Za-z][\w.+#-]*[A-Za-z0-9+#]|[A-Za-z]{2,}")
 
 # Seed 004's category guide, read as "how much does this help the next conversation with this user".
@@ -280,7 +283,7 @@ _SOURCE_CREDIBILITY: Mapping[str, float] = MappingProxyType(
 
 def _shingles(text: str) -> set[str]:
     # The same bigrams as tokens.similarity: letters and digits only, case-folded.
-    squeezed = re.sub(r"[\W_]+", "", normalize(text).casefold())
+    squeezed = _NOT_ALNUM.sub("", normalize(text).casefold())
     return {squeezed[i : i + 2] for i in range(len(squeezed) - 1)}
 
 
