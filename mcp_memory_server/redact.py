@@ -170,7 +170,7 @@ _PROVIDERS = [
 # BEGIN line would read the text again for each of them.
 _PEM_BEGIN = lazy(r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
 _PEM_END = lazy(r"-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
-_PEM_LINES = lazy(r"(?:\s*+[A-Za-z0-9+/=]{16,}+)++")
+_PEM_LINES = lazy(r"(?<!\s)(?:\s*+[A-Za-z0-9+/=]{16,}+)++")  # matched right after a BEGIN line
 _PEM_KEY = lazy(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{16}")
 
 

@@ -174,13 +174,15 @@ class Sieve:
         )
         note = await self._note(user_message, assistant_message, session_id, client) if deep else None
         pending = ChannelReport(outcome="pending", detail="Waiting for the client's model.", items=[])
+        # Screened before the write lock is taken: no other writer waits on redaction.
+        previews = (redact(user_message[:_PREVIEW]).text, redact(assistant_message[:_PREVIEW]).text)
         async with self.service.store.transaction() as tx:
             seq = await logbook.insert(
                 tx,
                 digest=digest(user_message, assistant_message, session_id),
                 session_id=session_id,
                 client=client,
-                previews=(redact(user_message[:_PREVIEW]).text, redact(assistant_message[:_PREVIEW]).text),
+                previews=previews,
                 fast=fast,
                 deep=pending if deep else ChannelReport(outcome="skipped", detail="", items=[]),
                 note_seq=parse_id(note) if note else None,

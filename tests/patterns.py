@@ -202,6 +202,13 @@ _FILLERS = (
     "，",
     "。",
     "'",
+    "***\n",
+    "\r\n",
+    "$1",
+    "1.5",
+    "passphrase: ",
+    "-----BEGIN PRIVATE KEY-----",
+    "'",
     '"',
     "`",
     "[",
@@ -273,6 +280,6 @@ def hostile_texts(size: int) -> dict[str, str]:
             texts[f"{prefix!r}{run[:4]!r}"] = prefix + _fill(run, size)
         texts[f"{prefix!r} repeated"] = _fill(prefix + "a1B2c3D4e5F6g7H8 ", size)
     for filler in _FILLERS:
-        texts[f"{filler!r} repeated"] = _fill(filler, size, "x")
+        texts[f"{filler!r} repeated"] = _fill(filler, size)
         texts[f"{filler!r} in text"] = "我的 note: " + _fill(filler, size, "") + " and 其他 words."
     return texts
