@@ -20,7 +20,7 @@ from pathlib import Path
 import mcp_memory_server
 from mcp_memory_server.lazy_pattern import LazyPattern
 
-__all__ = ["Found", "hostile_texts", "inline_pattern_calls", "package_patterns"]
+__all__ = ["Found", "hostile_mixes", "hostile_texts", "inline_pattern_calls", "package_patterns"]
 
 PACKAGE = Path(mcp_memory_server.__file__).parent
 # The functions of `re` that take a pattern's text and run it; `re.escape` builds no pattern.
@@ -73,6 +73,8 @@ def inline_pattern_calls() -> list[str]:
     """`re.search(...)`, `re.compile(...)` and the like inside a function body, as file:line."""
     calls: list[str] = []
     for path in sorted(PACKAGE.glob("*.py")):
+        if path.name == "lazy_pattern.py":  # compiles the patterns `lazy()` was given, found as those
+            continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for func in ast.walk(tree):
             if not isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
@@ -283,3 +285,13 @@ def hostile_texts(size: int) -> dict[str, str]:
         texts[f"{filler!r} repeated"] = _fill(filler, size)
         texts[f"{filler!r} in text"] = "我的 note: " + _fill(filler, size, "") + " and 其他 words."
     return texts
+
+
+def hostile_mixes(size: int, count: int = 12) -> list[str]:
+    """Every hostile text, cut short and joined into `count` texts of about `size` characters each.
+    Each piece grows with `size`, so a pattern whose time grows with the square of a run's length
+    (or faster) shows it here as it would on one long run."""
+    names = list(hostile_texts(1))
+    per = -(-len(names) // count)
+    pieces = hostile_texts(max(1, size // per - 2))
+    return ["\n".join(pieces[name] for name in names[i : i + per]) for i in range(0, len(names), per)]
