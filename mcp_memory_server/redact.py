@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import bisect
 import functools
+import itertools
 import keyword
 import math
 import re
@@ -51,6 +52,7 @@ class Redaction:
 
 Span = tuple[int, int]
 Check = Callable[[re.Match[str]], Span | None]
+Keep = Callable[[Span], bool]
 
 
 @dataclass(frozen=True)
@@ -60,38 +62,16 @@ class _Rule:
     check: Check
     hints: tuple[str, ...] = ()  # lower-case; the pattern cannot match unless one occurs in the text
 
-    def spans(self, text: str, taken: _Taken) -> Iterator[Span]:
+    def spans(self, text: str, keep: Keep) -> Iterator[Span]:
         pos = 0
         while (m := self.pattern.search(text, pos)) is not None:
-            if (span := self.check(m)) is not None:
+            span = self.check(m)
+            if span is not None and keep(span):
                 yield span
-            # A rejected statement may hide an accepted one inside it ("password: none;pwd=x"). An
-            # accepted span reaching past the match (a passphrase: the rest of its line) and withheld
-            # holds every later match of this rule that starts in it, so they are not judged again.
-            pos = m.start() + 1 if span is None else max(m.end(), span[1]) if taken.holds(span) else m.end()
-
-
-class _Taken:
-    """The spans withheld so far: sorted, never overlapping, so one bisection answers for all."""
-
-    def __init__(self, spans: Iterator[Span]) -> None:
-        self.starts: list[int] = []
-        self.ends: list[int] = []
-        for start, end in spans:
-            self.add(start, end)
-
-    def overlaps(self, start: int, end: int) -> bool:
-        i = bisect.bisect_left(self.starts, end)  # the spans starting before `end`; the last ends latest
-        return i > 0 and self.ends[i - 1] > start
-
-    def holds(self, span: Span) -> bool:
-        i = bisect.bisect_left(self.starts, span[0])
-        return i < len(self.starts) and (self.starts[i], self.ends[i]) == span
-
-    def add(self, start: int, end: int) -> None:
-        i = bisect.bisect_left(self.starts, start)
-        self.starts.insert(i, start)
-        self.ends.insert(i, end)
+                # A span past the match (a passphrase's line) holds this rule's matches starting in it.
+                pos = max(m.end(), span[1])
+            else:  # a rejected statement may hide an accepted one inside it ("password: none;pwd=x")
+                pos = m.start() + 1 if span is None else m.end()
 
 
 # Full-width ASCII (ｐｗｄ：，＝) and the ideographic space fold to ASCII one character for one, so
@@ -100,10 +80,8 @@ _FOLD = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)} | {0x3000: 0x20}
 _WITHHELD = lazy(r"\[withheld: [^\]\n]{1,60}\]")  # already redacted: redact() is idempotent
 _SEGMENTS = lazy(r"[^-_.]+")
 _WORDISH = lazy(r"[A-Za-z][a-z]*|[A-Z]+|\d{1,4}|v\d+")
-# CamelCase with numbers: lower-case letters only at the start or after capitals (Ed25519PrivateKey,
-# HTTPServer2, iPhone15). Each run is taken whole (possessive), so a long run of digits or letters
-# cannot be split in exponentially many ways when the name turns out not to fit.
-# The lookbehind keeps a search from starting inside a run (only fullmatch is used, where it holds).
+# CamelCase with numbers (Ed25519PrivateKey, iPhone15): each run taken whole (possessive), so that a
+# long run cannot be split in exponentially many ways; never searched from inside a run.
 _CAMEL = lazy(r"(?<![A-Za-z0-9])(?=[A-Z0-9]*+[a-z])[a-z]*+(?:[A-Z]++[a-z]*+|\d++)*+")
 
 
@@ -165,9 +143,6 @@ _PROVIDERS = [
 ]
 
 
-# A block runs from its BEGIN line to the first END line after it, or, without one, over the key's
-# lines. Finding the END line is left to `_PemRule`: a pattern scanning ahead for it from every
-# BEGIN line would read the text again for each of them.
 _PEM_BEGIN = lazy(r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
 _PEM_END = lazy(r"-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
 _PEM_LINES = lazy(r"(?<!\s)(?:\s*+[A-Za-z0-9+/=]{16,}+)++")  # matched right after a BEGIN line
@@ -175,28 +150,24 @@ _PEM_KEY = lazy(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{16}")
 
 
 class _PemRule(_Rule):
-    """A private key block from its BEGIN line to the first END line after it, or, without one,
-    over the key's lines. The END line is searched for once for all the BEGIN lines before it."""
+    """A private key block from its BEGIN line to the first END line after it, or else over the key's
+    lines; the END line is searched for once, not again from each BEGIN line before it."""
 
-    def spans(self, text: str, taken: _Taken) -> Iterator[Span]:
+    def spans(self, text: str, keep: Keep) -> Iterator[Span]:
         pos = 0
-        end_line: re.Match[str] | None = None
-        looked = False  # whether end_line is the first END line after some BEGIN line before
+        end_line = _PEM_END.search(text)  # the first END line after the start of the last search
         while (begin := self.pattern.search(text, pos)) is not None:
-            if not looked or (end_line is not None and end_line.start() < begin.end()):
-                end_line, looked = _PEM_END.search(text, begin.end()), True
+            if end_line is not None and end_line.start() < begin.end():
+                end_line = _PEM_END.search(text, begin.end())
             block = end_line or _PEM_LINES.match(text, begin.end())
-            if block is None:
+            # A note about the format has no key between the BEGIN line and the next five dashes.
+            dashes = text.find("-----", begin.end(), block.end()) if block is not None else -1
+            if block is None or not _PEM_KEY.search(text, begin.end(), block.end() if dashes < 0 else dashes):
                 pos = begin.start() + 1
                 continue
-            # "-----BEGIN PRIVATE KEY----- ... -----END PRIVATE KEY-----" in a note about formats has
-            # no key: key material comes between the BEGIN line and the next five dashes.
-            dashes = text.find("-----", begin.end(), block.end())
-            if _PEM_KEY.search(text, begin.end(), block.end() if dashes < 0 else dashes):
-                yield begin.start(), block.end()
-                pos = block.end()
-            else:
-                pos = begin.start() + 1
+            if keep(span := (begin.start(), block.end())):
+                yield span
+            pos = block.end()
 
 
 # Statements. After the label: an optional closing quote or Markdown bold (JSON keys, **password**),
@@ -230,16 +201,15 @@ getpass bool boolean float dict list any object secretbytes md5 sha1 sha256 sha-
 plaintext hash aes rsa base64
 """
 _NOT_A_VALUE = frozenset(_NOT_VALUES.split())
-# Tests of a whole value, anchored (\A) so that no search could try them from every position.
-# Masks, template and environment variables, query parameters, structures, YAML tags.
+# Tests of a whole value, anchored (\A: never searched). Masks, template and environment variables,
+# query parameters, structures, YAML tags.
 _PLACEHOLDER = lazy(r"\A(?:[*xX•.#?_\-]+|(?=.*[*•]{3}).*|[<{\[(].*|\$(?:\{?\w+\}?|\(.*)|%\(?\w*\)?[sd]|[:@!]\w+)")
 _CALL = lazy(r"\A[A-Za-z_][\w.]*[(\[]")  # input(), os.environ["X"], request.form['password']
 _ATTRIBUTE = lazy(r"\A[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")  # self.password, settings.DB_PASSWORD
 # E-mail addresses, URLs, phone numbers and paths (pwd: /home/alice) are not passwords.
 _CONTACT = lazy(r"\A(?:[\w.+\-]+@[\w\-]+\.[\w.\-]+|\w+://\S*|www\.\S+|\+\d+|[~.]?/\S*)")
 _CLOSERS = {")": "(", "]": "[", "}": "{"}
-# What follows a value, matched where the value ends (never after a space or tab: the lookbehinds
-# keep a search from trying them again inside a run of blanks).
+# What follows a value, where it ends (the lookbehinds: no search again from each blank of a run).
 _PROSE_NEXT = lazy(r"(?<![ \t])[ \t]+[a-z]")
 _UNIT_NEXT = lazy(r"(?<![ \t])[ \t]*[年月日号位次个天元块岁]")
 _ANNOTATION_NEXT = lazy(r"(?<![ \t])[ \t]*(?:\||=(?!=))")  # `password: _Secret | None = None`
@@ -275,49 +245,33 @@ def _password_shaped(value: str) -> bool:
     return any(c.isdigit() or not (c.isalnum() or c in "-_'") for c in core) or any(c.isupper() for c in core[1:])
 
 
-_NOT_PLAIN = lazy(r"[\d!@#$%^&*+?~]")
-_BLANK = lazy(r"[ \t]")
-_HAN = lazy(r"[\u4e00-\u9fff]")
-_DIGIT = lazy(r"\d")
-
-
 def _code_name(separator: str, value: str) -> bool:
     """In code an unquoted value is a name, not a password: `if password == stored`,
     `password = getpass_result`, `login(password=new_password)`, `pwd=newPass`."""
     op = separator.strip(" \t*\"'`")
     if op in ("==", ":=", "=>"):
         return True
-    plain = op == "=" and not _NOT_PLAIN.search(value)
-    return plain and (bool(_BLANK.search(separator)) or "_" in value or value[1:] != value[1:].lower())
-
-
-# A passphrase is judged on at most this much of its line (a text with many "passphrase:" labels on
-# one long line would otherwise have the line read again for each); what is withheld is the line.
-_PASSPHRASE_JUDGED = 1000
+    plain = op == "=" and not any(c.isdecimal() or c in "!@#$%^&*+?~" for c in value)
+    return plain and (" " in separator or "\t" in separator or "_" in value or value[1:] != value[1:].lower())
 
 
 @functools.lru_cache(maxsize=8)  # asked once per passphrase label of the text being redacted
 def _line_ends(text: str) -> tuple[list[int], list[int]]:
     """Where each line of `text` ends: at its newline, and before its trailing spaces and full stops."""
-    ends: list[int] = []
-    kept: list[int] = []
-    start = 0
-    while True:
-        newline = text.find("\n", start)
-        end = len(text) if newline < 0 else newline
-        ends.append(end)
-        kept.append(start + len(text[start:end].rstrip(" .。")))
-        if newline < 0:
-            return ends, kept
-        start = newline + 1
+    lines = text.split("\n")
+    starts = list(itertools.accumulate((len(line) + 1 for line in lines[:-1]), initial=0))
+    return [s + len(line) for s, line in zip(starts, lines, strict=True)], [
+        s + len(line.rstrip(" .。")) for s, line in zip(starts, lines, strict=True)
+    ]
 
 
 def _passphrase(m: re.Match[str]) -> Span | None:
-    """An unquoted passphrase after "passphrase:" is the rest of the line, spaces and all."""
+    """An unquoted passphrase after "passphrase:" is the rest of the line, spaces and all, judged on
+    its first 1,000 characters (a long line of labels is not read again for each of them)."""
     start = m.start("v")
     ends, kept = _line_ends(m.string)
     end = max(start, kept[bisect.bisect_left(ends, start)])
-    judged = m.string[start : min(end, start + _PASSPHRASE_JUDGED)]
+    judged = m.string[start : min(end, start + 1000)]
     if len(judged) < 4 or _is_code_or_placeholder(judged) or _code_name(m.group("strong"), judged):
         return None
     return start, end
@@ -330,8 +284,8 @@ def _password(m: re.Match[str]) -> Span | None:
     if len(value) < 4 or _is_code_or_placeholder(value):
         return None
     if m.group("bare") is not None:  # 保险箱密码 9527: Chinese labels, values with digits, not 密码 8 位
-        chinese = _HAN.search(m.group("label")) and not _UNIT_NEXT.match(m.string, end)
-        return (start, end) if chinese and _DIGIT.search(value) else None
+        chinese = any("\u4e00" <= c <= "\u9fff" for c in m.group("label")) and not _UNIT_NEXT.match(m.string, end)
+        return (start, end) if chinese and any(c.isdecimal() for c in value) else None
     if quoted:
         return start, end
     if m.group("weak") is not None and not _password_shaped(value):
@@ -417,14 +371,11 @@ def _luhn(digits: str) -> bool:
     return sum(d - 9 if d > 9 else d for d in doubled) % 10 == 0
 
 
-_NOT_DIGITS = lazy(r"\D+")
-
-
 def _card(m: re.Match[str]) -> Span | None:
     start, end = m.span()
-    if m.group("tail") is not None and not _luhn(_NOT_DIGITS.sub("", m.group())):
+    if m.group("tail") is not None and not _luhn("".join(filter(str.isdecimal, m.group()))):
         end = m.start("tail")  # 4111 1111 1111 1111 123: the card, then a security code
-    digits = _NOT_DIGITS.sub("", m.string[start:end])
+    digits = "".join(filter(str.isdecimal, m.string[start:end]))
     if not _luhn(digits) or _RESIDENT_ID.fullmatch(digits):
         return None
     before = m.string[max(0, start - 16) : start]
@@ -460,13 +411,19 @@ def find_secrets(text: str) -> list[Finding]:
     folded = text if text.isascii() else text.translate(_FOLD)
     lowered = folded.lower()
     wanted = _ALWAYS.union(*(rules for hint, rules in _BY_HINT.items() if hint in lowered))
-    taken = _Taken(m.span() for m in _WITHHELD.finditer(folded))
-    found: list[Finding] = []
-    for rule in (_RULES[i] for i in sorted(wanted)):  # in priority order
-        for start, end in rule.spans(folded, taken):
-            if start < end and not taken.overlaps(start, end):
-                taken.add(start, end)
-                found.append(Finding(rule.kind, start, end))
+    # The spans taken: sorted and apart, so a bisection finds any overlap.
+    starts, ends = [m.start() for m in _WITHHELD.finditer(folded)], [m.end() for m in _WITHHELD.finditer(folded)]
+
+    def keep(span: Span) -> bool:
+        start, end = span
+        i = bisect.bisect_left(starts, end)  # the spans starting before `end`: the last ends latest
+        if start >= end or (i > 0 and ends[i - 1] > start):
+            return False
+        starts.insert(i, start)
+        ends.insert(i, end)
+        return True
+
+    found = [Finding(r.kind, *span) for r in (_RULES[i] for i in sorted(wanted)) for span in r.spans(folded, keep)]
     return sorted(found, key=lambda f: f.start)
 
 
