@@ -179,7 +179,9 @@ def _forced(sentence: str) -> bool:
     if EN_FORCED.search(sentence):
         return True
     for match in ZH_FORCED.finditer(sentence):
-        mine = _SPEAKER_REMEMBERS.search(sentence[: match.start()])
+        # 我 and at most three characters (and a newline) before the order: read no further back, as
+        # a sentence can hold many orders.
+        mine = _SPEAKER_REMEMBERS.search(sentence, max(0, match.start() - 5), match.start())
         if mine or ZH_FORCED_NOT_AN_ORDER.match(sentence, match.start()):
             continue  # 我会记住的, 这个我记下了, 好的记住了: the user's own memory, not an order
         return True

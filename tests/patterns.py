@@ -20,7 +20,7 @@ from pathlib import Path
 import mcp_memory_server
 from mcp_memory_server.lazy_pattern import LazyPattern
 
-__all__ = ["Found", "hostile_mixes", "hostile_texts", "inline_pattern_calls", "package_patterns"]
+__all__ = ["LONG_RUNS", "Found", "hostile_mixes", "hostile_texts", "inline_pattern_calls", "package_patterns"]
 
 PACKAGE = Path(mcp_memory_server.__file__).parent
 # The functions of `re` that take a pattern's text and run it; `re.escape` builds no pattern.
@@ -238,6 +238,7 @@ _FILLERS = (
     "测试数据",
     "中文English混合",
     "I am a ",
+    "Alice met Bob. ",
     "i'm ",
     "my wife is ",
     "not ",
@@ -285,6 +286,24 @@ def hostile_texts(size: int) -> dict[str, str]:
         texts[f"{filler!r} repeated"] = _fill(filler, size)
         texts[f"{filler!r} in text"] = "我的 note: " + _fill(filler, size, "") + " and 其他 words."
     return texts
+
+
+# Whole texts of one run each, for the functions that read a text piece by piece (sentences,
+# capitalised words, orders to remember): their pieces are many only in a long text.
+LONG_RUNS = (
+    "'Alice met Bob. ' repeated",
+    "'记住' repeated",
+    "'提醒我' repeated",
+    "'我喜欢' repeated",
+    "'I am a ' repeated",
+    "'passphrase: ' repeated",
+    "'password: ' repeated",
+    "'aws_secret_access_key' repeated",
+    "'-----BEGIN PRIVATE KEY-----' repeated",
+    "'.' repeated",
+    "' ' repeated",
+    "'\\n' repeated",
+)
 
 
 def hostile_mixes(size: int, count: int = 12) -> list[str]:

@@ -30,7 +30,7 @@ from mcp_memory_server.segmenter import Segmenter
 from mcp_memory_server.server import build_server
 from mcp_memory_server.sieve import parse_answer
 
-from .patterns import hostile_mixes, inline_pattern_calls, package_patterns
+from .patterns import LONG_RUNS, hostile_mixes, hostile_texts, inline_pattern_calls, package_patterns
 
 SMALL, LARGE = 10_000, 100_000
 RATIO = 30  # linear: about 10
@@ -97,6 +97,11 @@ def mixes() -> dict[int, list[str]]:
     return {SMALL: hostile_mixes(SMALL), LARGE: hostile_mixes(LARGE)}
 
 
+@pytest.fixture(scope="module")
+def long_runs() -> dict[int, list[str]]:
+    return {size: [hostile_texts(size)[name] for name in LONG_RUNS] for size in (SMALL, LARGE)}
+
+
 def test_no_pattern_is_written_inside_a_function() -> None:
     """Patterns live at module level, where the inventory below finds them."""
     assert inline_pattern_calls() == []
@@ -151,10 +156,13 @@ ENTRY_POINTS: dict[str, Callable[[str], object]] = {
 
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("name", ENTRY_POINTS)
-def test_what_clients_send_is_handled_in_linear_time(name: str, mixes: dict[int, list[str]]) -> None:
+def test_what_clients_send_is_handled_in_linear_time(
+    name: str, mixes: dict[int, list[str]], long_runs: dict[int, list[str]]
+) -> None:
     entry = ENTRY_POINTS[name]
     slow = []
-    for i, (small, large) in enumerate(zip(mixes[SMALL], mixes[LARGE], strict=True)):
+    texts = [*zip(mixes[SMALL], mixes[LARGE], strict=True), *zip(long_runs[SMALL], long_runs[LARGE], strict=True)]
+    for i, (small, large) in enumerate(texts):
         why = too_slow(lambda s=small: entry(s), lambda s=large: entry(s))  # type: ignore[misc]
         if why is not None:
             slow.append(f"hostile text {i}: {why}")
