@@ -115,8 +115,10 @@ def main() -> None:
         for texts in mixes.values():
             each = [timed(lambda t=text, r=run: r(t), runs, limit) for text in texts]  # type: ignore[misc]
             done = [t for t in each if t is not None]
-            median = statistics.median(done) if len(done) == len(each) else None
-            cells += [shown(median, limit), shown(max(done) if len(done) == len(each) else None, limit)]
+            if len(done) == len(each):
+                cells += [shown(statistics.median(done), limit), shown(max(done), limit)]
+            else:  # the median and the slowest are past the limit: say how many were stopped
+                cells += [f"{len(each) - len(done)} of {len(each)} > {limit:g} s", shown(None, limit)]
         print(f"| {name} | " + " | ".join(cells) + " |", flush=True)
 
     if args.all:
