@@ -40,6 +40,7 @@ class LazyPattern:
                 finditer=compiled.finditer,
                 findall=compiled.findall,
                 sub=compiled.sub,
+                split=compiled.split,
             )
         return compiled
 
@@ -60,6 +61,9 @@ class LazyPattern:
 
     def sub(self, repl: str | Callable[[re.Match[str]], str], string: str, count: int = 0) -> str:
         return self.compiled.sub(repl, string, count)
+
+    def split(self, string: str, maxsplit: int = 0) -> list[str | Any]:
+        return self.compiled.split(string, maxsplit)
 
     def __repr__(self) -> str:
         return f"lazy({self.pattern!r}, {self.flags!r})"

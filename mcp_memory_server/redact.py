@@ -18,6 +18,9 @@ with no digit, symbol or inner capital in English prose ("my password is sunshin
 from __future__ import annotations
 
 import base64
+import bisect
+import functools
+import itertools
 import keyword
 import math
 import re
@@ -49,6 +52,7 @@ class Redaction:
 
 Span = tuple[int, int]
 Check = Callable[[re.Match[str]], Span | None]
+Keep = Callable[[Span], bool]
 
 
 @dataclass(frozen=True)
@@ -58,13 +62,16 @@ class _Rule:
     check: Check
     hints: tuple[str, ...] = ()  # lower-case; the pattern cannot match unless one occurs in the text
 
-    def spans(self, text: str) -> Iterator[Span]:
+    def spans(self, text: str, keep: Keep) -> Iterator[Span]:
         pos = 0
         while (m := self.pattern.search(text, pos)) is not None:
-            if (span := self.check(m)) is not None:
+            span = self.check(m)
+            if span is not None and keep(span):
                 yield span
-            # A rejected statement may hide an accepted one inside it ("password: none;pwd=x").
-            pos = m.end() if span is not None else m.start() + 1
+                # A span past the match (a passphrase's line) holds this rule's matches starting in it.
+                pos = max(m.end(), span[1])
+            else:  # a rejected statement may hide an accepted one inside it ("password: none;pwd=x")
+                pos = m.start() + 1 if span is None else m.end()
 
 
 # Full-width ASCII (ｐｗｄ：，＝) and the ideographic space fold to ASCII one character for one, so
@@ -73,7 +80,9 @@ _FOLD = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)} | {0x3000: 0x20}
 _WITHHELD = lazy(r"\[withheld: [^\]\n]{1,60}\]")  # already redacted: redact() is idempotent
 _SEGMENTS = lazy(r"[^-_.]+")
 _WORDISH = lazy(r"[A-Za-z][a-z]*|[A-Z]+|\d{1,4}|v\d+")
-_CAMEL = lazy(r"(?=.*[a-z])(?:[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+)(?:[A-Z][a-z]+|[A-Z]+(?![a-z])|\d+)*")
+# CamelCase with numbers (Ed25519PrivateKey, iPhone15): each run taken whole (possessive), so that a
+# long run cannot be split in exponentially many ways; never searched from inside a run.
+_CAMEL = lazy(r"(?<![A-Za-z0-9])(?=[A-Z0-9]*+[a-z])[a-z]*+(?:[A-Z]++[a-z]*+|\d++)*+")
 
 
 def _looks_random(value: str) -> bool:
@@ -134,15 +143,31 @@ _PROVIDERS = [
 ]
 
 
-_PEM = lazy(
-    r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
-    r"(?:[\s\S]*?-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|(?:\s*[A-Za-z0-9+/=]{16,})+)"
-)
+_PEM_BEGIN = lazy(r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
+_PEM_END = lazy(r"-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
+_PEM_LINES = lazy(r"(?<!\s)(?:\s*+[A-Za-z0-9+/=]{16,}+)++")  # matched right after a BEGIN line
+_PEM_KEY = lazy(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{16}")
 
 
-def _pem(m: re.Match[str]) -> Span | None:
-    # "-----BEGIN PRIVATE KEY----- ... -----END PRIVATE KEY-----" in a note about formats has no key.
-    return m.span() if re.search(r"[A-Za-z0-9+/]{16,}", m.group().split("-----")[2]) else None
+class _PemRule(_Rule):
+    """A private key block from its BEGIN line to the first END line after it, or else over the key's
+    lines; the END line is searched for once, not again from each BEGIN line before it."""
+
+    def spans(self, text: str, keep: Keep) -> Iterator[Span]:
+        pos = 0
+        end_line = _PEM_END.search(text)  # the first END line after the start of the last search
+        while (begin := self.pattern.search(text, pos)) is not None:
+            if end_line is not None and end_line.start() < begin.end():
+                end_line = _PEM_END.search(text, begin.end())
+            block = end_line or _PEM_LINES.match(text, begin.end())
+            # A note about the format has no key between the BEGIN line and the next five dashes.
+            dashes = text.find("-----", begin.end(), block.end()) if block is not None else -1
+            if block is None or not _PEM_KEY.search(text, begin.end(), block.end() if dashes < 0 else dashes):
+                pos = begin.start() + 1
+                continue
+            if keep(span := (begin.start(), block.end())):
+                yield span
+            pos = block.end()
 
 
 # Statements. After the label: an optional closing quote or Markdown bold (JSON keys, **password**),
@@ -176,16 +201,18 @@ getpass bool boolean float dict list any object secretbytes md5 sha1 sha256 sha-
 plaintext hash aes rsa base64
 """
 _NOT_A_VALUE = frozenset(_NOT_VALUES.split())
-# Masks, template and environment variables, query parameters, structures, YAML tags.
-_PLACEHOLDER = lazy(r"[*xX•.#?_\-]+|.*[*•]{3}.*|[<{\[(].*|\$(?:\{?\w+\}?|\(.*)|%\(?\w*\)?[sd]|[:@!]\w+")
-_CALL = lazy(r"[A-Za-z_][\w.]*[(\[]")  # input(), os.environ["X"], request.form['password']
-_ATTRIBUTE = lazy(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")  # self.password, settings.DB_PASSWORD
+# Tests of a whole value, anchored (\A: never searched). Masks, template and environment variables,
+# query parameters, structures, YAML tags.
+_PLACEHOLDER = lazy(r"\A(?:[*xX•.#?_\-]+|(?=.*[*•]{3}).*|[<{\[(].*|\$(?:\{?\w+\}?|\(.*)|%\(?\w*\)?[sd]|[:@!]\w+)")
+_CALL = lazy(r"\A[A-Za-z_][\w.]*[(\[]")  # input(), os.environ["X"], request.form['password']
+_ATTRIBUTE = lazy(r"\A[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")  # self.password, settings.DB_PASSWORD
 # E-mail addresses, URLs, phone numbers and paths (pwd: /home/alice) are not passwords.
-_CONTACT = lazy(r"[\w.+\-]+@[\w\-]+\.[\w.\-]+|\w+://\S*|www\.\S+|\+\d+|[~.]?/\S*")
+_CONTACT = lazy(r"\A(?:[\w.+\-]+@[\w\-]+\.[\w.\-]+|\w+://\S*|www\.\S+|\+\d+|[~.]?/\S*)")
 _CLOSERS = {")": "(", "]": "[", "}": "{"}
-_PROSE_NEXT = lazy(r"[ \t]+[a-z]")
-_UNIT_NEXT = lazy(r"[ \t]*[年月日号位次个天元块岁]")
-_ANNOTATION_NEXT = lazy(r"[ \t]*(?:\||=(?!=))")  # `password: _Secret | None = None`
+# What follows a value, where it ends (the lookbehinds: no search again from each blank of a run).
+_PROSE_NEXT = lazy(r"(?<![ \t])[ \t]+[a-z]")
+_UNIT_NEXT = lazy(r"(?<![ \t])[ \t]*[年月日号位次个天元块岁]")
+_ANNOTATION_NEXT = lazy(r"(?<![ \t])[ \t]*(?:\||=(?!=))")  # `password: _Secret | None = None`
 
 
 def _value(m: re.Match[str]) -> tuple[str, int, int, bool]:
@@ -224,25 +251,41 @@ def _code_name(separator: str, value: str) -> bool:
     op = separator.strip(" \t*\"'`")
     if op in ("==", ":=", "=>"):
         return True
-    plain = op == "=" and not re.search(r"[\d!@#$%^&*+?~]", value)
-    return plain and (bool(re.search(r"[ \t]", separator)) or "_" in value or value[1:] != value[1:].lower())
+    plain = op == "=" and not any(c.isdecimal() or c in "!@#$%^&*+?~" for c in value)
+    return plain and (" " in separator or "\t" in separator or "_" in value or value[1:] != value[1:].lower())
+
+
+@functools.lru_cache(maxsize=8)  # asked once per passphrase label of the text being redacted
+def _line_ends(text: str) -> tuple[list[int], list[int]]:
+    """Where each line of `text` ends: at its newline, and before its trailing spaces and full stops."""
+    lines = text.split("\n")
+    starts = list(itertools.accumulate((len(line) + 1 for line in lines[:-1]), initial=0))
+    return [s + len(line) for s, line in zip(starts, lines, strict=True)], [
+        s + len(line.rstrip(" .。")) for s, line in zip(starts, lines, strict=True)
+    ]
+
+
+def _passphrase(m: re.Match[str]) -> Span | None:
+    """An unquoted passphrase after "passphrase:" is the rest of the line, spaces and all, judged on
+    its first 1,000 characters (a long line of labels is not read again for each of them)."""
+    start = m.start("v")
+    ends, kept = _line_ends(m.string)
+    end = max(start, kept[bisect.bisect_left(ends, start)])
+    judged = m.string[start : min(end, start + 1000)]
+    if len(judged) < 4 or _is_code_or_placeholder(judged) or _code_name(m.group("strong"), judged):
+        return None
+    return start, end
 
 
 def _password(m: re.Match[str]) -> Span | None:
     if m.group("strong") and m.group("v") and "phrase" in m.group("label").lower():
-        # An unquoted passphrase after "passphrase:" is the rest of the line, spaces and all.
-        start = m.start("v")
-        line_end = m.string.find("\n", start)
-        rest = m.string[start : line_end if line_end >= 0 else len(m.string)].rstrip(" .。")
-        if len(rest) < 4 or _is_code_or_placeholder(rest) or _code_name(m.group("strong"), rest):
-            return None
-        return start, start + len(rest)
+        return _passphrase(m)
     value, start, end, quoted = _value(m)
     if len(value) < 4 or _is_code_or_placeholder(value):
         return None
     if m.group("bare") is not None:  # 保险箱密码 9527: Chinese labels, values with digits, not 密码 8 位
-        chinese = re.search(r"[\u4e00-\u9fff]", m.group("label")) and not _UNIT_NEXT.match(m.string, end)
-        return (start, end) if chinese and re.search(r"\d", value) else None
+        chinese = any("\u4e00" <= c <= "\u9fff" for c in m.group("label")) and not _UNIT_NEXT.match(m.string, end)
+        return (start, end) if chinese and any(c.isdecimal() for c in value) else None
     if quoted:
         return start, end
     if m.group("weak") is not None and not _password_shaped(value):
@@ -330,9 +373,9 @@ def _luhn(digits: str) -> bool:
 
 def _card(m: re.Match[str]) -> Span | None:
     start, end = m.span()
-    if m.group("tail") is not None and not _luhn(re.sub(r"\D", "", m.group())):
+    if m.group("tail") is not None and not _luhn("".join(filter(str.isdecimal, m.group()))):
         end = m.start("tail")  # 4111 1111 1111 1111 123: the card, then a security code
-    digits = re.sub(r"\D", "", m.string[start:end])
+    digits = "".join(filter(str.isdecimal, m.string[start:end]))
     if not _luhn(digits) or _RESIDENT_ID.fullmatch(digits):
         return None
     before = m.string[max(0, start - 16) : start]
@@ -353,7 +396,7 @@ _SHAPES = [
 ]
 
 # Priority: unambiguous shapes first, so a key written after a label keeps its provider's name.
-_PRIVATE_KEY = _Rule("private key block", _PEM, _pem, ("private key",))
+_PRIVATE_KEY = _PemRule("private key block", _PEM_BEGIN, _span, ("private key",))
 _RULES = [_PRIVATE_KEY, *_PROVIDERS, *_STATEMENTS[:2], *_SHAPES, *_STATEMENTS[2:]]
 
 
@@ -368,13 +411,19 @@ def find_secrets(text: str) -> list[Finding]:
     folded = text if text.isascii() else text.translate(_FOLD)
     lowered = folded.lower()
     wanted = _ALWAYS.union(*(rules for hint, rules in _BY_HINT.items() if hint in lowered))
-    taken = [m.span() for m in _WITHHELD.finditer(folded)]
-    found: list[Finding] = []
-    for rule in (_RULES[i] for i in sorted(wanted)):  # in priority order
-        for start, end in rule.spans(folded):
-            if start < end and not any(start < e and s < end for s, e in taken):
-                taken.append((start, end))
-                found.append(Finding(rule.kind, start, end))
+    # The spans taken: sorted and apart, so a bisection finds any overlap.
+    starts, ends = [m.start() for m in _WITHHELD.finditer(folded)], [m.end() for m in _WITHHELD.finditer(folded)]
+
+    def keep(span: Span) -> bool:
+        start, end = span
+        i = bisect.bisect_left(starts, end)  # the spans starting before `end`: the last ends latest
+        if start >= end or (i > 0 and ends[i - 1] > start):
+            return False
+        starts.insert(i, start)
+        ends.insert(i, end)
+        return True
+
+    found = [Finding(r.kind, *span) for r in (_RULES[i] for i in sorted(wanted)) for span in r.spans(folded, keep)]
     return sorted(found, key=lambda f: f.start)
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from . import validate
 from .config import Config
-from .errors import InvalidInput, NotFound
+from .errors import InvalidInput, NotFound, StoreError
 from .models import Draft, ForgetResult, ListResult, Memory, OrderBy, RecallResult, RememberResult, Stats
 from .redact import describe
 from .retrieve import extract_keywords, recall
@@ -24,6 +24,9 @@ from .tx import Tx
 __all__ = ["MemoryService", "same_value"]
 
 _NEAR_CANDIDATES = 10
+# How many times an edit starts again when another writer changes the memory's text between the
+# screening of the edit (outside the write lock) and its write.
+_EDIT_ATTEMPTS = 5
 
 
 def same_value(existing: Memory, draft: Draft) -> bool:
@@ -326,7 +329,7 @@ class MemoryService:
         assert seq is not None
         return await self.store.history(seq)
 
-    def _edited(self, memory: Memory, changes: Mapping[str, Any]) -> Draft:
+    def _edited(self, memory: Memory, changes: Mapping[str, Any], screened: Draft | None = None) -> Draft:
         value = {name: getattr(memory, name) for name in _EDITABLE} | dict(changes)
         return validate.draft(
             self.config,
@@ -338,6 +341,7 @@ class MemoryService:
             tag_list=value["tags"],
             source_name=memory.source,
             tier_name=memory.tier,
+            screened=(screened.content, screened.withheld) if screened is not None else None,
         )
 
     async def edit(self, memory_id: str, changes: Mapping[str, Any], *, now: datetime | None = None) -> RememberResult:
@@ -348,7 +352,19 @@ class MemoryService:
         if unknown or not changes:
             raise InvalidInput(f"give at least one of {', '.join(_EDITABLE)} to change; unknown: {unknown}.")
         existing = await self.get(memory_id)
-        draft = self._edited(existing, changes)  # bad input fails before the write lock is taken
+        for _ in range(_EDIT_ATTEMPTS):
+            draft = self._edited(existing, changes)  # bad input fails, and secrets are withheld, before the lock
+            result = await self._edit_once(existing, changes, draft, now or utcnow())
+            if isinstance(result, RememberResult):
+                return result
+            existing = result  # its text changed meanwhile: screened again, outside the transaction
+        raise StoreError(f"{existing.id} kept changing while it was being edited; nothing was changed, try again.")
+
+    async def _edit_once(
+        self, existing: Memory, changes: Mapping[str, Any], draft: Draft, now: datetime
+    ) -> RememberResult | Memory:
+        """Write `draft` over `existing`; or, when another writer changed the memory's text since it
+        was read, nothing: the memory as it now is, to make the draft again from."""
         seq = parse_id(existing.id)
         assert seq is not None
         async with self.store.transaction() as tx:
@@ -356,7 +372,9 @@ class MemoryService:
             if current is None:
                 raise NotFound(f"{existing.id} was deleted meanwhile; nothing was changed.")
             if current != existing:  # written meanwhile: the fields not changed here keep that value
-                draft = self._edited(current, changes)
+                if "content" not in changes and current.content != existing.content:
+                    return current  # a text to screen, which is not done while holding the write lock
+                draft = self._edited(current, changes, screened=draft)
             if same_value(current, draft):
                 return RememberResult(
                     id=current.id, action="unchanged", memory=current, detail=f"{current.id} already holds this value."
@@ -364,7 +382,7 @@ class MemoryService:
             holder = await tx.by_key(draft.key) if draft.key is not None else None
             if holder is not None and holder.id != current.id:
                 raise InvalidInput(f"key {draft.key!r} belongs to {holder.id}; keys are unique, nothing was changed.")
-            memory = await tx.replace(seq, draft, fingerprint(draft.content), now or utcnow(), "edited")
+            memory = await tx.replace(seq, draft, fingerprint(draft.content), now, "edited")
         detail = f"Edited {memory.id}; the old value is kept in its history."
         if draft.withheld:
             detail = f"{detail} {describe(draft.withheld)}"

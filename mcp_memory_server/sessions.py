@@ -92,9 +92,9 @@ class Sessions:
         choice: Choice = choose(reported, self.config, self.table)
         now = now or utcnow()
         store = self.service.store
+        cleaned = validate.clean(topic) if topic is not None else None
         async with store.transaction() as tx:
             merged = _merged(await tx.session_variables(sid), variables) if variables else None
-            cleaned = validate.clean(topic) if topic is not None else None
             await tx.update_session(
                 sid, now, topic=cleaned or None, emotion=choice.emotion if reported else None, variables=merged
             )

@@ -41,7 +41,9 @@ MAX_TOKENS = 1500
 _MAX_ITEMS = 20
 _PREVIEW = 300
 _NOTE_PART = 400
-_FENCE = re.compile(r"^\s*```(?:json)?\s*|\s*```\s*$", re.IGNORECASE)
+# The closing fence is tried from the start of a run of blanks (or right at the fence), not again
+# from each blank in the run.
+_FENCE = re.compile(r"^\s*```(?:json)?\s*|(?:(?<!\s)\s*|(?=```))```\s*$", re.IGNORECASE)
 
 
 class ExtractResult(Model):
@@ -172,13 +174,15 @@ class Sieve:
         )
         note = await self._note(user_message, assistant_message, session_id, client) if deep else None
         pending = ChannelReport(outcome="pending", detail="Waiting for the client's model.", items=[])
+        # Screened before the write lock is taken: no other writer waits on redaction.
+        previews = (redact(user_message[:_PREVIEW]).text, redact(assistant_message[:_PREVIEW]).text)
         async with self.service.store.transaction() as tx:
             seq = await logbook.insert(
                 tx,
                 digest=digest(user_message, assistant_message, session_id),
                 session_id=session_id,
                 client=client,
-                previews=(redact(user_message[:_PREVIEW]).text, redact(assistant_message[:_PREVIEW]).text),
+                previews=previews,
                 fast=fast,
                 deep=pending if deep else ChannelReport(outcome="skipped", detail="", items=[]),
                 note_seq=parse_id(note) if note else None,

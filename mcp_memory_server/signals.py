@@ -73,14 +73,15 @@ _NEEDS_SUBSTANCE = frozenset({"correction", "preference", "decision", "todo", "i
 _ABOUT_SPEAKER = frozenset({"identity", "preference", "decision"})
 # Characters that carry no content even though the stopword list lets them through.
 _FILLER_CHARS = frozenset("样么吧呗嘛啦哈嗯哦噢呃诶欸呀哇")
-_DEMONSTRATIVE = lazy(
-    r"\s*(?:这个|那个|这样|那样|这种|那种|这些|那些|它|your\b|(?:it|that|this)\b(?! when| if))", re.IGNORECASE
+_DEMONSTRATIVE = lazy(  # matched at the start of what follows a trigger (\A: never searched)
+    r"\A\s*(?:这个|那个|这样|那样|这种|那种|这些|那些|它|your\b|(?:it|that|this)\b(?! when| if))", re.IGNORECASE
 )
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 _BOUNDARY = lazy(
     r"[。！？；…]+[”’」』)）\"']*"  # Chinese terminators always end a sentence
-    rf"|[.!?;]+[”’\"')]*(?=\s|$|[{_CJK}])"  # ASCII ones only before a space, the end or Chinese: 3.5, a.com/?q
+    # ASCII ones only before a space, the end or Chinese (3.5, a.com/?q), tried from a run's start only
+    rf"|(?<![.!?;])[.!?;]+[”’\"')]*(?=\s|$|[{_CJK}])"
     r"|\n+"
     r"|(?<=[\s：:])(?=\d{1,2}[.、)）](?!\d)\s*\S)"  # before an inline list item: ：1. 我不吃辣 2. 我对…
 )
@@ -94,7 +95,12 @@ _ABBREVIATIONS = frozenset(
 )
 _WORD_BEFORE = lazy(r"(?:^|[\s(])([A-Za-z][A-Za-z.]*)$")
 _LIST_NUMBER_BEFORE = lazy(r"(?:^|[\s：:])\d{1,2}$")
-_TRAILING = lazy(r"[\s。.!！?？;；,，、~～…:：]+$")
+# Runs are tried from their first character only (the lookbehinds): from each of their characters,
+# a search would read the rest of the run again before failing at a character that is not the end.
+_TRAILING = lazy(r"(?<![\s。.!！?？;；,，、~～…:：])[\s。.!！?？;；,，、~～…:：]+$")
+_QUESTION_TAIL = lazy(r"(?:好吗|可以吗|吗)?(?<![\s?？])[\s?？]*$")
+_CJK_CHAR = lazy(f"[{_CJK}]")
+_PIECE_END = lazy(r"[，,。.!！?？~～…;；、\n]+")
 _LATIN_WORD = lazy(r"[^\W_]+")
 _CONTRACTION = lazy(r"['’](?:s|m|re|ve|ll|d|t)\b", re.IGNORECASE)  # don't -> don, a stopword
 _SPEAKER_REMEMBERS = lazy(r"我(?:已经|都|会|没|没有|能|也|还|一定会|不会|就)?$")
@@ -154,7 +160,7 @@ def _units(text: str) -> int:
     """How much a text says: a Chinese content character is 1, a content word of other scripts 2
     (about what two Chinese characters carry)."""
     count = sum(1 for ch in text if is_cjk(ch) and ch not in SINGLE_CHAR_STOPWORDS and ch not in _FILLER_CHARS)
-    latin = _LATIN_WORD.findall(_CONTRACTION.sub("", re.sub(f"[{_CJK}]", " ", text)).lower())
+    latin = _LATIN_WORD.findall(_CONTRACTION.sub("", _CJK_CHAR.sub(" ", text)).lower())
     return count + 2 * sum(1 for word in latin if word not in STOPWORDS)
 
 
@@ -173,7 +179,9 @@ def _forced(sentence: str) -> bool:
     if EN_FORCED.search(sentence):
         return True
     for match in ZH_FORCED.finditer(sentence):
-        mine = _SPEAKER_REMEMBERS.search(sentence[: match.start()])
+        # 我 and at most three characters (and a newline) before the order: read no further back, as
+        # a sentence can hold many orders.
+        mine = _SPEAKER_REMEMBERS.search(sentence, max(0, match.start() - 5), match.start())
         if mine or ZH_FORCED_NOT_AN_ORDER.match(sentence, match.start()):
             continue  # 我会记住的, 这个我记下了, 好的记住了: the user's own memory, not an order
         return True
@@ -188,7 +196,7 @@ def _strip_forced(sentence: str) -> str:
             sentence = stripped
             break
     if polite:  # 你能记住我不吃辣吗？ -> 我不吃辣
-        sentence = re.sub(r"(?:好吗|可以吗|吗)?[\s?？]*$", "", sentence)
+        sentence = _QUESTION_TAIL.sub("", sentence)
     return sentence
 
 
@@ -282,7 +290,7 @@ def is_small_talk(user_message: str, assistant_message: str) -> bool:
     and the assistant's reply is shorter than `SMALL_TALK_REPLY_CHARS`."""
     if len(assistant_message.strip()) >= SMALL_TALK_REPLY_CHARS:
         return False
-    pieces = re.split(r"[，,。.!！?？~～…;；、\n]+", user_message.strip())
+    pieces = _PIECE_END.split(user_message.strip())
     for piece in pieces:
         piece = piece.strip()
         if not piece or (_units(piece) == 0 and not any(ch.isalnum() for ch in piece)):

@@ -198,9 +198,14 @@ def draft(
     tier_name: str = "core",
     session: str | None = None,
     client: str | None = None,
+    screened: tuple[str, tuple[str, ...]] | None = None,
 ) -> Draft:
-    """Everything `remember` accepts, checked and normalised in one place; secrets are withheld."""
-    cleaned, withheld = screen(text(content, field="content", limit=config.max_content_chars))
+    """Everything `remember` accepts, checked and normalised in one place; secrets are withheld.
+    `screened` is what an earlier draft made of this content (its text and the kinds withheld),
+    so that a draft made again inside a transaction does not screen the text there."""
+    if screened is None:
+        screened = screen(text(content, field="content", limit=config.max_content_chars))
+    cleaned, withheld = screened
     return Draft(
         content=cleaned,
         withheld=withheld,
