@@ -14,37 +14,16 @@ from __future__ import annotations
 
 import argparse
 import platform
-import signal
 import statistics
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from mcp_memory_server import redact, signals, validate, value
 from mcp_memory_server.errors import InvalidInput
-from tests.patterns import hostile_mixes, hostile_texts
+from tests.patterns import CpuLimitReached, cpu_limit, hostile_mixes, hostile_texts
 
 THE_WRITE = "aws_secret_access_key=123456789012345678901234567890123456789a"
-
-
-class Stopped(Exception):
-    pass
-
-
-@contextmanager
-def cpu_limit(seconds: float) -> Iterator[None]:
-    def stop(signum: int, frame: Any) -> None:
-        raise Stopped
-
-    previous = signal.signal(signal.SIGVTALRM, stop)
-    signal.setitimer(signal.ITIMER_VIRTUAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_VIRTUAL, 0)
-        signal.signal(signal.SIGVTALRM, previous)
 
 
 def timed(work: Callable[[], object], runs: int, limit: float) -> float | None:
@@ -56,7 +35,7 @@ def timed(work: Callable[[], object], runs: int, limit: float) -> float | None:
                 start = time.perf_counter()
                 work()
                 times.append(time.perf_counter() - start)
-        except Stopped:
+        except CpuLimitReached:
             return None
     return statistics.median(times)
 

@@ -123,7 +123,7 @@ _Checked = Document | CheckedMarkdown | _Items
 # One file read and checked at a time in this process: each may take as much memory as the
 # largest legal file does, and several at once would add up.
 _READING = threading.Lock()
-_JSON_START = re.compile(r"\s*[\[{]")
+_JSON_START = re.compile(r"\A\s*[\[{]")  # at the start only: searched from every blank of a run it was quadratic
 
 
 async def _off_loop(check: Callable[[], _Checked]) -> _Checked:

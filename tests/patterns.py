@@ -14,13 +14,48 @@ import dataclasses
 import importlib
 import pkgutil
 import re
+import signal
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import mcp_memory_server
 from mcp_memory_server.lazy_pattern import LazyPattern
 
-__all__ = ["LONG_RUNS", "Found", "hostile_mixes", "hostile_texts", "inline_pattern_calls", "package_patterns"]
+__all__ = [
+    "LONG_RUNS",
+    "CpuLimitReached",
+    "Found",
+    "cpu_limit",
+    "hostile_mixes",
+    "hostile_texts",
+    "inline_pattern_calls",
+    "package_patterns",
+]
+
+
+class CpuLimitReached(Exception):
+    """What runs inside `cpu_limit` took longer than its CPU seconds."""
+
+
+@contextmanager
+def cpu_limit(seconds: float) -> Iterator[None]:
+    """Stop what runs after `seconds` of CPU time with `CpuLimitReached`. The virtual timer and
+    its own signal, as pytest-timeout keeps SIGALRM; the regular expression engine checks for
+    signals as it runs."""
+
+    def stop(signum: int, frame: Any) -> None:
+        raise CpuLimitReached
+
+    previous = signal.signal(signal.SIGVTALRM, stop)
+    signal.setitimer(signal.ITIMER_VIRTUAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_VIRTUAL, 0)
+        signal.signal(signal.SIGVTALRM, previous)
+
 
 PACKAGE = Path(mcp_memory_server.__file__).parent
 # The functions of `re` that take a pattern's text and run it; `re.escape` builds no pattern.

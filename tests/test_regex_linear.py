@@ -13,11 +13,8 @@ timings belong to `benchmarks/redaction.py`."""
 from __future__ import annotations
 
 import re
-import signal
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from typing import Any
+from collections.abc import Callable
 
 import anyio
 import pytest
@@ -30,7 +27,15 @@ from mcp_memory_server.segmenter import Segmenter
 from mcp_memory_server.server import build_server
 from mcp_memory_server.sieve import parse_answer
 
-from .patterns import LONG_RUNS, hostile_mixes, hostile_texts, inline_pattern_calls, package_patterns
+from .patterns import (
+    LONG_RUNS,
+    CpuLimitReached,
+    cpu_limit,
+    hostile_mixes,
+    hostile_texts,
+    inline_pattern_calls,
+    package_patterns,
+)
 
 SMALL, LARGE = 10_000, 100_000
 RATIO = 30  # linear: about 10
@@ -38,27 +43,6 @@ FLOOR = 0.002  # seconds: below this a 10 KB time is noise, not a base to multip
 CPU_LIMIT = 5.0  # CPU seconds for one pattern on one text before it counts as a hang
 
 THE_WRITE = "aws_secret_access_key=123456789012345678901234567890123456789a"  # hung the server
-
-
-class Hang(Exception):
-    pass
-
-
-@contextmanager
-def cpu_limit(seconds: float) -> Iterator[None]:
-    """Stop what runs after `seconds` of CPU time. The virtual timer and its own signal, as
-    pytest-timeout keeps SIGALRM; the regular expression engine checks for signals as it runs."""
-
-    def stop(signum: int, frame: Any) -> None:
-        raise Hang
-
-    previous = signal.signal(signal.SIGVTALRM, stop)
-    signal.setitimer(signal.ITIMER_VIRTUAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_VIRTUAL, 0)
-        signal.signal(signal.SIGVTALRM, previous)
 
 
 def seconds(work: Callable[[], object]) -> float:
@@ -85,7 +69,7 @@ def too_slow(small: Callable[[], object], large: Callable[[], object]) -> str | 
         a, b = seconds(small), seconds(large)
         if b > RATIO * max(a, FLOOR) or b > 2.0:
             a, b = min(a, seconds(small)), min(b, seconds(large))
-    except Hang:
+    except CpuLimitReached:
         return f"more than {CPU_LIMIT} s of CPU"
     if b > RATIO * max(a, FLOOR) or b > 2.0:
         return f"{a * 1000:.1f} ms at 10 KB, {b * 1000:.1f} ms at 100 KB"
