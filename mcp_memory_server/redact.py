@@ -1,4 +1,4 @@
-"""Secret detection for every write path: memories never store credentials (SPEC 4, seeds 001-002).
+"""Secret detection for every write path: memories never store credentials (SPEC 4).
 
 Rules run in priority order and the first to claim a span keeps it, so `password: sk-proj-...` is
 reported as an OpenAI key. Shapes are secrets wherever they appear: provider key prefixes, PEM
