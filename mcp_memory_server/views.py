@@ -121,17 +121,7 @@ class ExtractView(Model):
 
 
 def _memory(m: Memory) -> MemoryView:
-    return MemoryView(
-        id=m.id,
-        content=m.content,
-        key=m.key,
-        category=m.category,
-        tier=m.tier,
-        importance=m.importance,
-        tags=m.tags,
-        created_at=m.created_at,
-        updated_at=m.updated_at,
-    )
+    return MemoryView.model_validate(m, from_attributes=True)  # the view's fields, read off the memory
 
 
 def remember(r: RememberResult) -> RememberView:
@@ -139,9 +129,7 @@ def remember(r: RememberResult) -> RememberView:
 
 
 def _hit(h: Hit) -> HitView:
-    return HitView(
-        id=h.id, content=h.content, key=h.key, category=h.category, tags=h.tags, score=h.score, updated_at=h.updated_at
-    )
+    return HitView.model_validate(h, from_attributes=True)
 
 
 def recall(r: RecallResult) -> RecallView:
