@@ -47,29 +47,20 @@ unit: $(STAMP) browser postgres
 
 test: lint typecheck unit
 
-# The MCP Inspector (Node.js) for tests/test_inspector_cli.py, pinned in .ci/inspector: `npm ci`
-# again whenever the lockfile changes. Node.js and npm must be installed (CI machines have them).
-INSPECTOR := .ci/inspector
-$(INSPECTOR)/node_modules/.installed-stamp: $(INSPECTOR)/package.json $(INSPECTOR)/package-lock.json
-	@command -v npm >/dev/null || { echo "make inspector: npm not found; install Node.js (with npm) for the MCP Inspector check" >&2; exit 1; }
-	cd $(INSPECTOR) && npm ci --no-audit --no-fund
+# The Node.js checks, each pinned in its own folder under .ci with a lockfile, installed by `npm ci`
+# again whenever the lockfile changes; npm must be installed (CI machines have it):
+# - .ci/inspector: the MCP Inspector, and the message schemas tests/test_wire_schemas.py applies;
+# - .ci/conformance: the MCP conformance suite with the Node.js it needs (>= 22, the npm package
+#   `node`: no system Node.js of that version is required).
+.ci/%/node_modules/.installed-stamp: .ci/%/package.json .ci/%/package-lock.json
+	@command -v npm >/dev/null || { echo "make $*: npm not found; install Node.js (with npm) for the .ci/$* check" >&2; exit 1; }
+	cd .ci/$* && npm ci --no-audit --no-fund
 	touch $@
 
-.PHONY: inspector
-inspector: $(INSPECTOR)/node_modules/.installed-stamp
-unit: inspector
-
-# The MCP conformance suite for tests/test_conformance.py, pinned in .ci/conformance with the Node.js
-# it needs (>= 22, the npm package `node`: no system Node.js of that version is required, only npm).
-CONFORMANCE := .ci/conformance
-$(CONFORMANCE)/node_modules/.installed-stamp: $(CONFORMANCE)/package.json $(CONFORMANCE)/package-lock.json
-	@command -v npm >/dev/null || { echo "make conformance: npm not found; install Node.js (with npm) for the MCP conformance check" >&2; exit 1; }
-	cd $(CONFORMANCE) && npm ci --no-audit --no-fund
-	touch $@
-
-.PHONY: conformance
-conformance: $(CONFORMANCE)/node_modules/.installed-stamp
-unit: conformance
+.PHONY: inspector conformance
+inspector: .ci/inspector/node_modules/.installed-stamp
+conformance: .ci/conformance/node_modules/.installed-stamp
+unit: inspector conformance
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
