@@ -20,12 +20,12 @@ from typing import Any
 
 import anyio
 
-from mcp_memory_server.config import Config
-from mcp_memory_server.importing import ImportSummary, import_text
-from mcp_memory_server.portable import export_json
-from mcp_memory_server.render import render_store
-from mcp_memory_server.segmenter import Segmenter
-from mcp_memory_server.store import Store
+from mcp_memory_server.config.config import Config
+from mcp_memory_server.store.store import Store
+from mcp_memory_server.text.segmenter import Segmenter
+from mcp_memory_server.transfer.importing import ImportSummary, import_text
+from mcp_memory_server.transfer.json_transfer import export_json
+from mcp_memory_server.transfer.markdown import render_store
 
 from .latency import _corpus, segmenter_cache
 

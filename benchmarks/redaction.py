@@ -19,8 +19,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from mcp_memory_server import redact, signals, validate, value
 from mcp_memory_server.errors import InvalidInput
+from mcp_memory_server.memory import validate
+from mcp_memory_server.sieve import signals, value
+from mcp_memory_server.text import redaction as redact
 from tests.patterns import CpuLimitReached, cpu_limit, hostile_mixes, hostile_texts
 
 THE_WRITE = "aws_secret_access_key=123456789012345678901234567890123456789a"

@@ -6,10 +6,10 @@ __version__ = "0.1.0"
 
 from .config import Config
 from .errors import InvalidInput, MemoryServerError, NotFound, StoreError
+from .memory import MemoryService
 from .models import ForgetResult, Hit, ListResult, Memory, RecallResult, RememberResult, Stats
-from .segmenter import Segmenter
-from .service import MemoryService
 from .store import Store
+from .text import Segmenter
 
 __all__ = [
     "Config",

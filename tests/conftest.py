@@ -11,10 +11,10 @@ from typing import NoReturn
 import pytest
 from hypothesis import HealthCheck, settings
 
-from mcp_memory_server.config import Config
-from mcp_memory_server.segmenter import Segmenter
-from mcp_memory_server.service import MemoryService
-from mcp_memory_server.store import Store
+from mcp_memory_server.config.config import Config
+from mcp_memory_server.memory.service import MemoryService
+from mcp_memory_server.store.store import Store
+from mcp_memory_server.text.segmenter import Segmenter
 
 from . import pg_server as pg_server_module
 

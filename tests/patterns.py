@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import mcp_memory_server
-from mcp_memory_server.lazy_pattern import LazyPattern
+from mcp_memory_server.text.lazy_pattern import LazyPattern
 
 __all__ = [
     "LONG_RUNS",
@@ -108,7 +108,7 @@ def inline_pattern_calls() -> list[str]:
     """`re.search(...)`, `re.compile(...)` and the like inside a function body, as file:line."""
     calls: list[str] = []
     for path in sorted(PACKAGE.glob("*.py")):
-        if path.name == "lazy_pattern.py":  # compiles the patterns `lazy()` was given, found as those
+        if path.name == "text/lazy_pattern.py":  # compiles the patterns `lazy()` was given, found as those
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for func in ast.walk(tree):

@@ -8,8 +8,8 @@ from typing import Any
 
 import psycopg
 
-from mcp_memory_server.config import Config
-from mcp_memory_server.pg_sql import translate
+from mcp_memory_server.config.config import Config
+from mcp_memory_server.store.postgres.translate import translate
 
 
 def rows(config: Config, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:

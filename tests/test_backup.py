@@ -15,11 +15,11 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from mcp_memory_server import cli
-from mcp_memory_server.config import Config
-from mcp_memory_server.segmenter import Segmenter
-from mcp_memory_server.service import MemoryService
-from mcp_memory_server.store import Store
+from mcp_memory_server.cli import commands as cli
+from mcp_memory_server.config.config import Config
+from mcp_memory_server.memory.service import MemoryService
+from mcp_memory_server.store.store import Store
+from mcp_memory_server.text.segmenter import Segmenter
 
 COMMAND = shutil.which("jiyi", path=str(Path(sys.executable).parent))
 PRELOADED = 3000  # memories in the database before the server starts: the copy has something to do

@@ -9,16 +9,16 @@ import sqlite3
 import psycopg
 import pytest
 
-from mcp_memory_server import draft_rows
-from mcp_memory_server import tx as tx_module
-from mcp_memory_server.config import Config
+from mcp_memory_server.config.config import Config
 from mcp_memory_server.errors import InvalidInput, StoreError
-from mcp_memory_server.pg import PgBackend
-from mcp_memory_server.segmenter import Segmenter
-from mcp_memory_server.service import MemoryService
-from mcp_memory_server.sqlite_backend import SqliteBackend
-from mcp_memory_server.store import Store
-from mcp_memory_server.tokens import fingerprint, index_text, keyword_query, normalize
+from mcp_memory_server.memory.service import MemoryService
+from mcp_memory_server.store import draft_values as draft_rows
+from mcp_memory_server.store import tx as tx_module
+from mcp_memory_server.store.postgres.backend import PgBackend
+from mcp_memory_server.store.sqlite.backend import SqliteBackend
+from mcp_memory_server.store.store import Store
+from mcp_memory_server.text.segmenter import Segmenter
+from mcp_memory_server.text.tokens import fingerprint, index_text, keyword_query, normalize
 
 from . import rawdb
 

@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from mcp_memory_server.changes import apply_changes
-from mcp_memory_server.config import Config
+from mcp_memory_server.config.config import Config
 from mcp_memory_server.errors import InvalidInput
-from mcp_memory_server.segmenter import Segmenter
-from mcp_memory_server.server import build_server
-from mcp_memory_server.service import MemoryService
+from mcp_memory_server.memory.change_ops import apply_changes
+from mcp_memory_server.memory.service import MemoryService
+from mcp_memory_server.server.build import build_server
+from mcp_memory_server.text.segmenter import Segmenter
 
 from . import rawdb
 

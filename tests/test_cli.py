@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from mcp_memory_server import cli
-from mcp_memory_server.config import Config
-from mcp_memory_server.service import MemoryService
+from mcp_memory_server.cli import commands as cli
+from mcp_memory_server.config.config import Config
+from mcp_memory_server.memory.service import MemoryService
 
 COMMAND = shutil.which("jiyi", path=str(Path(sys.executable).parent))
 

@@ -103,7 +103,7 @@ def test_the_checkout_declares_the_jiyi_command() -> None:
     with (ROOT / "pyproject.toml").open("rb") as handle:
         project = tomllib.load(handle)["project"]
     assert project["name"] == "jiyi"
-    assert project["scripts"] == {"jiyi": "mcp_memory_server.cli:main"}
+    assert project["scripts"] == {"jiyi": "mcp_memory_server.cli.commands:main"}
     assert Path(command()).name == "jiyi"
 
 

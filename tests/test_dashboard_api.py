@@ -22,8 +22,8 @@ import pytest
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp_types import ResourceUpdatedNotification
 
-from mcp_memory_server.config import Config
-from mcp_memory_server.dashboard import UI_DIR
+from mcp_memory_server.config.config import Config
+from mcp_memory_server.http.dashboard import UI_DIR
 
 from .http_server import Served, command, dashboard_server, free_port, http_client, http_server
 

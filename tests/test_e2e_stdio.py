@@ -18,9 +18,9 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from mcp_memory_server.config import Config
-from mcp_memory_server.segmenter import Segmenter
-from mcp_memory_server.server import build_server
+from mcp_memory_server.config.config import Config
+from mcp_memory_server.server.build import build_server
+from mcp_memory_server.text.segmenter import Segmenter
 
 from .surface import PROMPTS, TOOLS
 
@@ -130,8 +130,8 @@ _NOISY_SERVER = """
 import os, sys
 import anyio
 from pathlib import Path
-from mcp_memory_server.config import Config
-from mcp_memory_server.server import build_server, serve_stdio
+from mcp_memory_server.config.config import Config
+from mcp_memory_server.server.build import build_server, serve_stdio
 
 server = build_server(Config.from_env())
 

@@ -42,11 +42,11 @@ from mcp_types import (
     Tool,
 )
 
-from mcp_memory_server.app import CURRENT
-from mcp_memory_server.config import Config
-from mcp_memory_server.segmenter import Segmenter
-from mcp_memory_server.server import build_server
-from mcp_memory_server.store import Store
+from mcp_memory_server.config.config import Config
+from mcp_memory_server.server.app import CURRENT
+from mcp_memory_server.server.build import build_server
+from mcp_memory_server.store.store import Store
+from mcp_memory_server.text.segmenter import Segmenter
 
 from . import hostile
 from .surface import PROMPTS, TOOLS

@@ -17,9 +17,9 @@ from typing import Any
 import httpx2 as httpx
 import pytest
 
-from mcp_memory_server.config import Config
-from mcp_memory_server.server import build_server
-from mcp_memory_server.transports import http_app
+from mcp_memory_server.config.config import Config
+from mcp_memory_server.server.build import build_server
+from mcp_memory_server.server.transports import http_app
 
 from .http_server import command, dashboard_server, http_server
 

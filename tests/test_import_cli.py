@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from mcp_memory_server import cli
-from mcp_memory_server.config import Config
-from mcp_memory_server.progress import Bar
+from mcp_memory_server.cli import commands as cli
+from mcp_memory_server.cli.progress import Bar
+from mcp_memory_server.config.config import Config
 
 DATA = Path(__file__).parent / "data" / "imports"
 

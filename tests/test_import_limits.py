@@ -26,13 +26,13 @@ import anyio
 import httpx2
 import pytest
 
-from mcp_memory_server import cli
-from mcp_memory_server.config import Config
+from mcp_memory_server.cli import commands as cli
+from mcp_memory_server.config.config import Config
 from mcp_memory_server.errors import InvalidInput, TooLarge
-from mcp_memory_server.importing import import_bytes, import_text
-from mcp_memory_server.portable import export_json
-from mcp_memory_server.segmenter import Segmenter
-from mcp_memory_server.store import Store
+from mcp_memory_server.store.store import Store
+from mcp_memory_server.text.segmenter import Segmenter
+from mcp_memory_server.transfer.importing import import_bytes, import_text
+from mcp_memory_server.transfer.json_transfer import export_json
 
 from . import rawdb
 from .http_server import Served, http_client, http_server

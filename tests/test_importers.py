@@ -20,14 +20,14 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from mcp_memory_server.config import Config
+from mcp_memory_server.config.config import Config
 from mcp_memory_server.errors import InvalidInput
-from mcp_memory_server.foreign import detect
-from mcp_memory_server.importing import ImportSummary, import_bytes, import_text
-from mcp_memory_server.segmenter import Segmenter
-from mcp_memory_server.server import build_server
-from mcp_memory_server.service import MemoryService
-from mcp_memory_server.store import Store
+from mcp_memory_server.memory.service import MemoryService
+from mcp_memory_server.server.build import build_server
+from mcp_memory_server.store.store import Store
+from mcp_memory_server.text.segmenter import Segmenter
+from mcp_memory_server.transfer.foreign_formats import detect
+from mcp_memory_server.transfer.importing import ImportSummary, import_bytes, import_text
 
 from . import rawdb
 

@@ -8,10 +8,10 @@ import random
 import numpy as np
 import pytest
 
-from mcp_memory_server import postings
-from mcp_memory_server.bm25 import Bm25Index, KeywordQuery
-from mcp_memory_server.postings import Forward
-from mcp_memory_server.vocabulary import Vocabulary
+from mcp_memory_server.index import postings
+from mcp_memory_server.index.bm25 import Bm25Index, KeywordQuery
+from mcp_memory_server.index.postings import Forward
+from mcp_memory_server.index.vocabulary import Vocabulary
 
 # Terms of every kind the vocabulary stores differently: ASCII up to 8 characters, longer ASCII,
 # 1-2 other characters (Chinese), longer non-ASCII words, NUL, characters beyond 16 bits and a

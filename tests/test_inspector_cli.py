@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from mcp_memory_server.config import APP_NAME
+from mcp_memory_server.config.config import APP_NAME
 
 from .http_server import command, http_server
 from .surface import PROMPTS, TOOLS

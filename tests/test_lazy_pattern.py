@@ -6,7 +6,7 @@ import re
 import subprocess
 import sys
 
-from mcp_memory_server.lazy_pattern import lazy
+from mcp_memory_server.text.lazy_pattern import lazy
 
 TEXTS = ["记住我喜欢喝咖啡", "Remember that I prefer tea", "我用 Python 写 API，remember 这个", ""]
 
@@ -47,7 +47,9 @@ def test_starting_the_server_compiles_no_table_and_loads_no_numpy() -> None:
     # the sieve or redaction first runs, numpy loads when the search index is built.
     code = (
         "import sys\n"
-        "from mcp_memory_server import cli, server, redact, signal_patterns, signals\n"
+        "from mcp_memory_server import cli, server\n"
+        "from mcp_memory_server.text import redaction as redact\n"
+        "from mcp_memory_server.sieve import signal_patterns, signals\n"
         "tables = [*signal_patterns.RULES, *redact._RULES]\n"
         "print(sum('_compiled' in vars(r.pattern) for r in tables), len(tables), 'numpy' in sys.modules)\n"
         "signals.detect_signals('记住：我每天早上喝咖啡。Remember that I prefer tea.')\n"

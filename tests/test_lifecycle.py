@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
-from mcp_memory_server import lifecycle
-from mcp_memory_server.config import Config
+from mcp_memory_server.config.config import Config
 from mcp_memory_server.errors import InvalidInput, NotFound
-from mcp_memory_server.rows import iso, parse_id, utcnow
-from mcp_memory_server.segmenter import Segmenter
-from mcp_memory_server.service import MemoryService
-from mcp_memory_server.store import Store
+from mcp_memory_server.memory import lifecycle
+from mcp_memory_server.memory.service import MemoryService
+from mcp_memory_server.store.rows import iso, parse_id, utcnow
+from mcp_memory_server.store.store import Store
+from mcp_memory_server.text.segmenter import Segmenter
 
 from . import rawdb
 

@@ -8,10 +8,10 @@ import anyio
 import pytest
 from mcp import Client
 
-from mcp_memory_server.config import Config
-from mcp_memory_server.segmenter import Segmenter
-from mcp_memory_server.server import build_server
-from mcp_memory_server.service import MemoryService
+from mcp_memory_server.config.config import Config
+from mcp_memory_server.memory.service import MemoryService
+from mcp_memory_server.server.build import build_server
+from mcp_memory_server.text.segmenter import Segmenter
 
 from . import rawdb
 
@@ -83,8 +83,8 @@ async def test_lifecycle_tools_are_described(config: Config, segmenter: Segmente
 async def test_recalling_with_a_session_keeps_it_alive(service: MemoryService, config: Config) -> None:
     from datetime import timedelta
 
-    from mcp_memory_server import lifecycle
-    from mcp_memory_server.rows import utcnow
+    from mcp_memory_server.memory import lifecycle
+    from mcp_memory_server.store.rows import utcnow
 
     await service.remember(content="用户这周在准备搬家到上海", importance=0.2, tier="working", session_id="busy")
     _sql(config, f"UPDATE sessions SET updated_at = '{LONG_AGO}'")

@@ -14,13 +14,13 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from mcp_memory_server.access import Access, new_token
-from mcp_memory_server.config import Config
+from mcp_memory_server.config.config import Config
+from mcp_memory_server.config.settings import parse_tokens
 from mcp_memory_server.errors import InvalidInput
-from mcp_memory_server.segmenter import Segmenter
-from mcp_memory_server.server import build_server
-from mcp_memory_server.settings import parse_tokens
-from mcp_memory_server.transports import transport_security
+from mcp_memory_server.runtime.access import Access, new_token
+from mcp_memory_server.server.build import build_server
+from mcp_memory_server.server.transports import transport_security
+from mcp_memory_server.text.segmenter import Segmenter
 
 TOKEN_A = "a" * 16 + "-token-one"
 TOKEN_B = "b" * 16 + "_token-two"

@@ -21,11 +21,11 @@ from mcp.client.stdio import StdioServerParameters
 from mcp_types import LOG_LEVEL_META_KEY, LoggingMessageNotificationParams
 
 from mcp_memory_server import __version__
-from mcp_memory_server.config import Config
-from mcp_memory_server.schema import MIGRATIONS
-from mcp_memory_server.server import build_server
-from mcp_memory_server.service import MemoryService
-from mcp_memory_server.store import Store
+from mcp_memory_server.config.config import Config
+from mcp_memory_server.memory.service import MemoryService
+from mcp_memory_server.server.build import build_server
+from mcp_memory_server.store.sqlite.schema import MIGRATIONS
+from mcp_memory_server.store.store import Store
 
 from .http_server import command
 
@@ -71,7 +71,7 @@ async def test_a_stdio_client_hears_how_the_server_started(tmp_path: Path, cache
     params = StdioServerParameters(command=command(), args=["--log-level", "INFO"], env=_env(db, cache_dir))
     async with Client(params, mode="legacy", logging_callback=heard):
         started = await heard.wait_for(lambda m: "started" in str(m.data))
-    assert started.level == "info" and started.logger == "mcp_memory_server.spaces"
+    assert started.level == "info" and started.logger == "mcp_memory_server.runtime.namespaces"
     assert started.data == (
         f"jiyi {__version__} started: namespace '' of {db}, 2 memories (0 archived), schema version {MIGRATIONS[-1][0]}"
     )
@@ -85,11 +85,11 @@ async def test_opening_a_first_release_database_tells_the_client_of_each_migrati
     async with Client(build_server(config, segmenter), mode="legacy", logging_callback=heard) as client:
         await heard.wait_for(lambda m: "started" in str(m.data))
         assert (await client.call_tool("recall", {"query": "咖啡"})).is_error is False
-    migrated = [m.data for m in heard.messages if m.logger == "mcp_memory_server.store"]
+    migrated = [m.data for m in heard.messages if m.logger == "mcp_memory_server.store.store"]
     later = [f"applied database migration {v}: {name}" for v, name, _ in MIGRATIONS[1:]]
     assert [m for m in migrated if str(m).startswith("applied")] == later
     assert any(str(m).startswith("rebuilt the full-text index for ") for m in migrated)
-    assert all(m.level == "info" for m in heard.messages if m.logger == "mcp_memory_server.store")
+    assert all(m.level == "info" for m in heard.messages if m.logger == "mcp_memory_server.store.store")
 
 
 async def test_cleanup_tells_its_caller_what_it_archived(config: Config, segmenter: Any) -> None:
@@ -100,7 +100,7 @@ async def test_cleanup_tells_its_caller_what_it_archived(config: Config, segment
     heard = Heard()
     async with Client(build_server(config, segmenter), mode="legacy", logging_callback=heard) as client:
         # Start-up maintenance has been told (DEBUG: nothing to do), so it cannot race the call.
-        await heard.wait_for(lambda m: m.logger == "mcp_memory_server.lifecycle")
+        await heard.wait_for(lambda m: m.logger == "mcp_memory_server.memory.lifecycle")
         ids = []
         for content in ("旧的临时笔记：周三下午三点开会", "old scratch note: buy printer paper"):
             stored = await client.call_tool("remember", {"content": content, "importance": 0.3})
@@ -108,7 +108,7 @@ async def test_cleanup_tells_its_caller_what_it_archived(config: Config, segment
         result = (await client.call_tool("cleanup", {"dry_run": False})).structured_content
         assert result is not None and result["archived"] == 2
         told = await heard.wait_for(lambda m: "Archived" in str(m.data))
-    assert told.level == "info" and told.logger == "mcp_memory_server.lifecycle"
+    assert told.level == "info" and told.logger == "mcp_memory_server.memory.lifecycle"
     assert told.data == f"cleanup: {result['detail']} ({', '.join(sorted(ids))})"
 
 
@@ -131,7 +131,9 @@ async def test_set_level_chooses_what_a_client_hears(config: Config, segmenter: 
         await client.call_tool("cleanup", {})
         await heard.wait_for(lambda m: len(heard.matching("cleanup: ")) == 2)
     assert len(heard.matching("secrets withheld")) == 1  # the call made at "error" told nothing
-    assert all(m.level == "debug" and m.logger == "mcp_memory_server.lifecycle" for m in heard.matching("cleanup: "))
+    assert all(
+        m.level == "debug" and m.logger == "mcp_memory_server.memory.lifecycle" for m in heard.matching("cleanup: ")
+    )
     assert "Hunter2" not in json.dumps([m.data for m in heard.messages], ensure_ascii=False)
 
 
@@ -144,7 +146,7 @@ async def test_a_2026_client_hears_what_its_requests_opt_in_to(config: Config, s
         )
         assert not opted.is_error
         told = await heard.wait_for(lambda m: "secrets withheld" in str(m.data))
-    assert told.level == "info" and told.logger == "mcp_memory_server.validate"
+    assert told.level == "info" and told.logger == "mcp_memory_server.memory.validate"
     assert len(heard.matching("secrets withheld")) == 1
 
 
@@ -296,7 +298,7 @@ async def test_a_flood_of_records_never_grows_the_servers_memory(config: Config,
     most PER_REQUEST of its own: stderr keeps them all."""
     import logging
 
-    from mcp_memory_server.mcplog import PER_REQUEST, QUEUED
+    from mcp_memory_server.server.log_messages import PER_REQUEST, QUEUED
 
     heard = Heard()
     async with Client(build_server(config, segmenter), mode="legacy", logging_callback=heard) as client:

@@ -10,15 +10,15 @@ import anyio
 import psycopg
 import pytest
 
-from mcp_memory_server import pg
-from mcp_memory_server.cli import main
-from mcp_memory_server.config import Config
-from mcp_memory_server.database import redact_url
+from mcp_memory_server.cli.commands import main
+from mcp_memory_server.config import redact_url
+from mcp_memory_server.config.config import Config
 from mcp_memory_server.errors import InvalidInput, StoreError
-from mcp_memory_server.pg_sql import translate
-from mcp_memory_server.segmenter import Segmenter
-from mcp_memory_server.service import MemoryService
-from mcp_memory_server.store import Store
+from mcp_memory_server.memory.service import MemoryService
+from mcp_memory_server.store.postgres import backend as pg
+from mcp_memory_server.store.postgres.translate import translate
+from mcp_memory_server.store.store import Store
+from mcp_memory_server.text.segmenter import Segmenter
 
 from .conftest import pg_server_module
 

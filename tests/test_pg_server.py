@@ -17,7 +17,7 @@ import psycopg
 import pytest
 from psycopg_pool import AsyncConnectionPool
 
-from mcp_memory_server.segmenter import Segmenter
+from mcp_memory_server.text.segmenter import Segmenter
 
 from . import pg_server as pg_server_module
 from .pg_server import PgServer

@@ -1,4 +1,4 @@
-"""The SQLite-to-PostgreSQL rewrite of the store's statements (pg_sql.py): each rule on its own,
+"""The SQLite-to-PostgreSQL rewrite of the store's statements (store/postgres/translate.py): each rule on its own,
 the statements it must refuse, the two schemas' one migration story, and every rewritten form
 accepted by a real PostgreSQL server."""
 
@@ -7,9 +7,10 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from mcp_memory_server import pg_schema, schema
-from mcp_memory_server.pg_sql import UntranslatableSql, translate, tsquery
-from mcp_memory_server.tokens import fts_query
+from mcp_memory_server.store.postgres import schema as pg_schema
+from mcp_memory_server.store.postgres.translate import UntranslatableSql, translate, tsquery
+from mcp_memory_server.store.sqlite import schema
+from mcp_memory_server.text.tokens import fts_query
 
 
 def test_parameters_become_psycopgs() -> None:

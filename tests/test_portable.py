@@ -11,17 +11,18 @@ from typing import Any
 import anyio
 import pytest
 
-from mcp_memory_server import archive, cli
-from mcp_memory_server.config import Config
+from mcp_memory_server.cli import commands as cli
+from mcp_memory_server.config.config import Config
 from mcp_memory_server.errors import InvalidInput
-from mcp_memory_server.importing import import_text
-from mcp_memory_server.lifecycle import restore
-from mcp_memory_server.portable import export_data, export_json, import_file
-from mcp_memory_server.profiles import edit_profile, get_profile
-from mcp_memory_server.rows import iso, utcnow
-from mcp_memory_server.segmenter import Segmenter
-from mcp_memory_server.service import MemoryService
-from mcp_memory_server.store import Store
+from mcp_memory_server.memory import archive
+from mcp_memory_server.memory.lifecycle import restore
+from mcp_memory_server.memory.service import MemoryService
+from mcp_memory_server.profile.profile import edit_profile, get_profile
+from mcp_memory_server.store.rows import iso, utcnow
+from mcp_memory_server.store.store import Store
+from mcp_memory_server.text.segmenter import Segmenter
+from mcp_memory_server.transfer.importing import import_text
+from mcp_memory_server.transfer.json_transfer import export_data, export_json, import_file
 
 from . import rawdb
 

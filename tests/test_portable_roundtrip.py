@@ -16,16 +16,16 @@ import anyio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcp_memory_server import archive
-from mcp_memory_server.config import Config
+from mcp_memory_server.config.config import Config
 from mcp_memory_server.errors import InvalidInput
-from mcp_memory_server.portable import export_data, export_json, import_file
-from mcp_memory_server.profile_scrub import PROFILE_KEY
-from mcp_memory_server.profiles import edit_profile
-from mcp_memory_server.rows import iso, parse_id, utcnow
-from mcp_memory_server.segmenter import Segmenter
-from mcp_memory_server.service import MemoryService
-from mcp_memory_server.store import Store
+from mcp_memory_server.memory import archive
+from mcp_memory_server.memory.service import MemoryService
+from mcp_memory_server.profile.profile import edit_profile
+from mcp_memory_server.store.profile_scrub import PROFILE_KEY
+from mcp_memory_server.store.rows import iso, parse_id, utcnow
+from mcp_memory_server.store.store import Store
+from mcp_memory_server.text.segmenter import Segmenter
+from mcp_memory_server.transfer.json_transfer import export_data, export_json, import_file
 
 WORDS = [
     *("咖啡", "拿铁", "杭州", "西湖", "项目", "数据库", "跑步", "早餐", "会议", "代码", "出差", "周末", "猫"),

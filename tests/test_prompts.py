@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from mcp_memory_server.config import Config
-from mcp_memory_server.prompt_set import CHANGE_EXAMPLE, EVALUATION_EXAMPLE, RESPONSE_EXAMPLE
-from mcp_memory_server.segmenter import Segmenter
-from mcp_memory_server.server import build_server
+from mcp_memory_server.config.config import Config
+from mcp_memory_server.prompts.catalog import CHANGE_EXAMPLE, EVALUATION_EXAMPLE, RESPONSE_EXAMPLE
+from mcp_memory_server.server.build import build_server
+from mcp_memory_server.text.segmenter import Segmenter
 
 pytestmark = pytest.mark.anyio
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from mcp_memory_server import redact as redact_module
-from mcp_memory_server.redact import Finding, Redaction, describe, find_secrets, redact
+from mcp_memory_server.text import redaction as redact_module
+from mcp_memory_server.text.redaction import Finding, Redaction, describe, find_secrets, redact
 
 DATA = Path(__file__).parent / "data"
 SECRETS: list[dict[str, str]] = json.loads((DATA / "secrets.json").read_text(encoding="utf-8"))

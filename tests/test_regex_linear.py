@@ -20,12 +20,17 @@ import anyio
 import pytest
 from mcp import Client
 
-from mcp_memory_server import foreign, redact, render, signals, tokens, validate, value
-from mcp_memory_server.config import Config
+from mcp_memory_server.config.config import Config
 from mcp_memory_server.errors import InvalidInput
-from mcp_memory_server.segmenter import Segmenter
-from mcp_memory_server.server import build_server
-from mcp_memory_server.sieve import parse_answer
+from mcp_memory_server.memory import validate
+from mcp_memory_server.server.build import build_server
+from mcp_memory_server.sieve import signals, value
+from mcp_memory_server.sieve.sieve import parse_answer
+from mcp_memory_server.text import redaction as redact
+from mcp_memory_server.text import tokens
+from mcp_memory_server.text.segmenter import Segmenter
+from mcp_memory_server.transfer import foreign_formats as foreign
+from mcp_memory_server.transfer import markdown as render
 
 from .patterns import (
     LONG_RUNS,

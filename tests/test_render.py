@@ -10,11 +10,15 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from mcp_memory_server import cli
-from mcp_memory_server.config import Config
+from mcp_memory_server.cli import commands as cli
+from mcp_memory_server.config.config import Config
 from mcp_memory_server.errors import InvalidInput
+from mcp_memory_server.memory.service import MemoryService
 from mcp_memory_server.models import Memory
-from mcp_memory_server.render import (
+from mcp_memory_server.server.build import build_server
+from mcp_memory_server.store.store import Store
+from mcp_memory_server.text.segmenter import Segmenter
+from mcp_memory_server.transfer.markdown import (
     Entry,
     import_markdown,
     language,
@@ -24,10 +28,6 @@ from mcp_memory_server.render import (
     render_store,
     truncate,
 )
-from mcp_memory_server.segmenter import Segmenter
-from mcp_memory_server.server import build_server
-from mcp_memory_server.service import MemoryService
-from mcp_memory_server.store import Store
 
 pytestmark = pytest.mark.anyio
 DAY1 = datetime(2026, 2, 13, 9, 30, tzinfo=UTC)

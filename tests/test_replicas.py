@@ -25,7 +25,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types import CreateMessageRequestParams, CreateMessageResult, LoggingMessageNotificationParams, TextContent
 
-from mcp_memory_server.config import Config
+from mcp_memory_server.config.config import Config
 from mcp_memory_server.errors import InvalidInput
 
 from .http_server import Served, http_client, http_server

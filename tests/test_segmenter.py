@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from mcp_memory_server.segmenter import Dictionary, Segmenter
+from mcp_memory_server.text.segmenter import Dictionary, Segmenter
 
 SENTENCES = [
     "我在用雾凇拼音输入法",

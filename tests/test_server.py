@@ -10,9 +10,9 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from mcp_memory_server.config import Config
-from mcp_memory_server.segmenter import Segmenter
-from mcp_memory_server.server import build_server
+from mcp_memory_server.config.config import Config
+from mcp_memory_server.server.build import build_server
+from mcp_memory_server.text.segmenter import Segmenter
 
 from .surface import PROMPTS, TOOLS
 

@@ -14,9 +14,9 @@ import pytest
 from jsonschema import Draft7Validator
 
 from mcp_memory_server import __version__
-from mcp_memory_server.config import Config
+from mcp_memory_server.config.config import Config
+from mcp_memory_server.config.settings import ENV_VARS, EnvVar
 from mcp_memory_server.errors import InvalidInput
-from mcp_memory_server.settings import ENV_VARS, EnvVar
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = "https://static.modelcontextprotocol.io/schemas/2025-12-11/server.schema.json"

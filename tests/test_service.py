@@ -9,12 +9,12 @@ from datetime import UTC, datetime, timedelta
 import anyio
 import pytest
 
-from mcp_memory_server.config import Config
+from mcp_memory_server.config.config import Config
 from mcp_memory_server.errors import InvalidInput, NotFound
-from mcp_memory_server.rows import utcnow
-from mcp_memory_server.schema import MIGRATIONS
-from mcp_memory_server.service import MemoryService
-from mcp_memory_server.store import Store
+from mcp_memory_server.memory.service import MemoryService
+from mcp_memory_server.store.rows import utcnow
+from mcp_memory_server.store.sqlite.schema import MIGRATIONS
+from mcp_memory_server.store.store import Store
 
 from . import rawdb
 

@@ -10,15 +10,15 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from mcp_memory_server import profiles
-from mcp_memory_server.config import Config
+from mcp_memory_server.config.config import Config
 from mcp_memory_server.errors import InvalidInput, NotFound
-from mcp_memory_server.segmenter import Segmenter
-from mcp_memory_server.server import build_server
-from mcp_memory_server.service import MemoryService
-from mcp_memory_server.sessions import Sessions
-from mcp_memory_server.store import Store
-from mcp_memory_server.strategy import CATEGORY_OF, DEFAULT_TABLE, Emotion, choose
+from mcp_memory_server.memory.service import MemoryService
+from mcp_memory_server.memory.sessions import Sessions
+from mcp_memory_server.memory.strategy import CATEGORY_OF, DEFAULT_TABLE, Emotion, choose
+from mcp_memory_server.profile import profile as profiles
+from mcp_memory_server.server.build import build_server
+from mcp_memory_server.store.store import Store
+from mcp_memory_server.text.segmenter import Segmenter
 
 pytestmark = pytest.mark.anyio
 BACKENDS = ("sqlite", "postgresql")

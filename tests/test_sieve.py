@@ -14,10 +14,10 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CreateMessageRequestParams, CreateMessageResult, ErrorData, TextContent
 
-from mcp_memory_server.config import Config
-from mcp_memory_server.segmenter import Segmenter
-from mcp_memory_server.server import build_server
-from mcp_memory_server.sieve import parse_answer
+from mcp_memory_server.config.config import Config
+from mcp_memory_server.server.build import build_server
+from mcp_memory_server.sieve.sieve import parse_answer
+from mcp_memory_server.text.segmenter import Segmenter
 
 from . import rawdb
 
@@ -297,9 +297,9 @@ async def test_the_extract_tool_is_described_and_bounded(config: Config, segment
 async def test_maintenance_closes_runs_whose_model_never_answered(config: Config, segmenter: Segmenter) -> None:
     from datetime import timedelta
 
-    from mcp_memory_server import lifecycle
-    from mcp_memory_server.rows import utcnow
-    from mcp_memory_server.store import Store
+    from mcp_memory_server.memory import lifecycle
+    from mcp_memory_server.store.rows import utcnow
+    from mcp_memory_server.store.store import Store
 
     async with Client(build_server(config, segmenter), sampling_callback=refusing) as client:
         with pytest.raises((MCPError, ExceptionGroup)):

@@ -7,8 +7,8 @@ import dataclasses
 
 import pytest
 
-from mcp_memory_server import signals
-from mcp_memory_server.signals import (
+from mcp_memory_server.sieve import signals
+from mcp_memory_server.sieve.signals import (
     FORCED_IMPORTANCE,
     IMPORTANCE,
     KINDS,

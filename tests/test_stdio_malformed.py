@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from mcp_memory_server.transports import MAX_LINE
+from mcp_memory_server.server.transports import MAX_LINE
 
 from .http_server import command
 from .wire import PROTOCOL_VERSION, StdioPeer, environ
@@ -76,7 +76,7 @@ def test_each_malformed_line_is_answered_and_serving_goes_on(peer: StdioPeer) ->
         assert _answer(peer) == {"jsonrpc": "2.0", "id": "after", "result": {}}, what
     assert peer.close() == 0
     logged = peer.stderr()
-    assert logged.count("WARNING mcp_memory_server.transports: stdin:") == len(MALFORMED), logged
+    assert logged.count("WARNING mcp_memory_server.server.transports: stdin:") == len(MALFORMED), logged
     assert "Traceback" not in logged
 
 

@@ -9,15 +9,15 @@ from datetime import UTC, datetime
 import anyio
 import pytest
 
-from mcp_memory_server.config import Config
+from mcp_memory_server.config.config import Config
 from mcp_memory_server.errors import StoreError
 from mcp_memory_server.models import Draft
-from mcp_memory_server.rows import parse_id
-from mcp_memory_server.schema import MIGRATIONS
-from mcp_memory_server.segmenter import Segmenter
-from mcp_memory_server.sqlite_backend import SqliteBackend
-from mcp_memory_server.store import Store
-from mcp_memory_server.tokens import INDEX_VERSION, fingerprint, keyword_query
+from mcp_memory_server.store.rows import parse_id
+from mcp_memory_server.store.sqlite.backend import SqliteBackend
+from mcp_memory_server.store.sqlite.schema import MIGRATIONS
+from mcp_memory_server.store.store import Store
+from mcp_memory_server.text.segmenter import Segmenter
+from mcp_memory_server.text.tokens import INDEX_VERSION, fingerprint, keyword_query
 
 from . import rawdb
 
@@ -153,7 +153,7 @@ async def test_index_follows_writes_of_another_connection(config: Config, segmen
 
 
 def test_bm25_ranks_rare_terms_higher_and_compacts() -> None:
-    from mcp_memory_server.bm25 import Bm25Index, KeywordQuery
+    from mcp_memory_server.index.bm25 import Bm25Index, KeywordQuery
 
     index = Bm25Index()
     index.add_many([(1, "tea green"), (2, "tea black"), (3, "coffee black")])

@@ -6,8 +6,16 @@ import sqlite3
 
 import pytest
 
-from mcp_memory_server.segmenter import Segmenter
-from mcp_memory_server.tokens import fingerprint, fts_query, index_text, keywords, like_pattern, normalize, similarity
+from mcp_memory_server.text.segmenter import Segmenter
+from mcp_memory_server.text.tokens import (
+    fingerprint,
+    fts_query,
+    index_text,
+    keywords,
+    like_pattern,
+    normalize,
+    similarity,
+)
 
 
 def test_keywords_follow_spec_rules() -> None:
@@ -109,7 +117,7 @@ def test_segmenter_ignores_a_corrupt_cache(tmp_path: object) -> None:
 
 
 def test_chinese_characters_are_weaker_queries() -> None:
-    from mcp_memory_server.tokens import char_queries, keyword_query
+    from mcp_memory_server.text.tokens import char_queries, keyword_query
 
     assert keyword_query("雾凇拼音") is not None
     assert keyword_query("雾凇拼音").terms == ("雾凇", "凇拼", "拼音")  # type: ignore[union-attr]

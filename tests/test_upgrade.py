@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from mcp_memory_server.config import Config
-from mcp_memory_server.schema import MIGRATIONS
-from mcp_memory_server.segmenter import Segmenter
-from mcp_memory_server.service import MemoryService
-from mcp_memory_server.store import Store
-from mcp_memory_server.tokens import INDEX_VERSION
+from mcp_memory_server.config.config import Config
+from mcp_memory_server.memory.service import MemoryService
+from mcp_memory_server.store.sqlite.schema import MIGRATIONS
+from mcp_memory_server.store.store import Store
+from mcp_memory_server.text.segmenter import Segmenter
+from mcp_memory_server.text.tokens import INDEX_VERSION
 
 pytestmark = pytest.mark.anyio
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from mcp_memory_server.errors import InvalidInput
-from mcp_memory_server.value import (
+from mcp_memory_server.sieve.value import (
     FORCED_BONUS,
     STORE_THRESHOLD,
     WEIGHT_SUM,

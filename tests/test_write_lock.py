@@ -22,14 +22,15 @@ import pytest
 from mcp import Client
 from mcp_types import CreateMessageRequestParams, CreateMessageResult, TextContent
 
-from mcp_memory_server import dashboard_api, lifecycle
-from mcp_memory_server import redact as redact_module
-from mcp_memory_server.config import Config
-from mcp_memory_server.segmenter import Segmenter
-from mcp_memory_server.server import build_server
-from mcp_memory_server.service import MemoryService
-from mcp_memory_server.spaces import Opened
-from mcp_memory_server.store import Store
+from mcp_memory_server.config.config import Config
+from mcp_memory_server.http import dashboard_api
+from mcp_memory_server.memory import lifecycle
+from mcp_memory_server.memory.service import MemoryService
+from mcp_memory_server.runtime.namespaces import Opened
+from mcp_memory_server.server.build import build_server
+from mcp_memory_server.store.store import Store
+from mcp_memory_server.text import redaction as redact_module
+from mcp_memory_server.text.segmenter import Segmenter
 
 from . import rawdb
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from mcp_memory_server.changes import apply_changes
-from mcp_memory_server.config import Config
+from mcp_memory_server.config.config import Config
 from mcp_memory_server.errors import SecretRefused
-from mcp_memory_server.service import MemoryService
+from mcp_memory_server.memory.change_ops import apply_changes
+from mcp_memory_server.memory.service import MemoryService
 
 from . import rawdb
 

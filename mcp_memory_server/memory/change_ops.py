@@ -1,0 +1,216 @@
+"""Change operations: a JSON array of `add` / `del` operations that a model emits after
+reading an exchange and the related memories, applied in one transaction: all or nothing.
+
+An operation names its memory by `key`. The original format's keys look like `mem_001`; ours are ids
+(`mem_12`) or key slots (`user.city`). A key resolves to the memory holding that key slot, else to
+the memory with that exact id; an `add` whose key resolves to nothing creates a memory under that
+key slot, so a later operation with the same key finds it again. Counters and timestamps are the
+program's: fields such as `trigger_count` or `updated_at` are ignored, and the result says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from ..errors import InvalidInput
+from ..models import Draft, Memory, Model, RememberAction
+from ..store.rows import memory_id, parse_id, utcnow
+from ..store.tx import Tx
+from ..text.redaction import describe
+from . import validate
+from .service import MemoryService, same_value
+
+__all__ = ["MANAGED_FIELDS", "ApplyChangesResult", "ChangeOp", "ChangeOutcome", "apply_changes"]
+
+# Program-managed fields, of the original format and ours: never taken from a model.
+MANAGED_FIELDS = frozenset(
+    {
+        "trigger_count",
+        "created_at",
+        "updated_at",
+        "last_triggered",
+        "last_accessed",
+        "access_count",
+        "id",
+        "content_hash",
+    }
+)
+
+
+class ChangeOp(BaseModel):
+    """One operation, as a model writes it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    key: str = Field(
+        min_length=1,
+        max_length=validate.MAX_KEY_CHARS,
+        description="Memory id or key slot; a new key creates one.",
+    )
+    action: Literal["add", "del"] = Field(description="add: create or replace; del: delete.")
+    category: str = Field(
+        max_length=40,
+        description="For del, the memory's current one.",
+    )
+    payload: str | None = Field(default=None, description="add (required): the full new text.")
+    importance: float | None = Field(default=None, ge=1, le=10, description="add (required): 1-10.")
+    source: str | None = Field(default=None, max_length=20, description="add (required): user, assistant or both.")
+    tags: list[str] = Field(default_factory=list, description="add: short labels.")
+
+    @model_validator(mode="after")
+    def _complete(self) -> ChangeOp:
+        if self.action == "add":
+            missing = [n for n in ("payload", "importance", "source") if getattr(self, n) is None]
+            if missing:
+                raise ValueError(f"an add needs {', '.join(missing)}")
+        elif self.payload is not None or self.importance is not None or self.source is not None or self.tags:
+            raise ValueError("a del takes only key, action and category")
+        return self
+
+
+ChangeAction = Literal["created", "updated", "merged", "unchanged", "deleted"]
+
+
+class ChangeOutcome(Model):
+    op: int = Field(description="Position of the operation in the array, from 1.")
+    key: str
+    action: ChangeAction
+    id: str = Field(description="Id of the memory created, changed, matched or deleted.")
+    withheld: list[str] = Field(default_factory=list, description="Kinds of secrets taken out of the payload.")
+
+
+class ApplyChangesResult(Model):
+    applied: list[ChangeOutcome]
+    ignored_fields: list[str] = Field(description="Program-managed fields present in the input and ignored.")
+    detail: str
+
+
+def _describe(position: int, raw: Mapping[str, Any]) -> str:
+    key, action = raw.get("key"), raw.get("action")
+    if not (isinstance(key, str) and isinstance(action, str)):
+        return f"op {position}"
+    return f"op {position} ({_cut(action, 20)} {_cut(key, 60)})"  # an invalid op's key can be any length
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}..."
+
+
+def _parse(raw: object, position: int, ignored: set[str]) -> ChangeOp:
+    if not isinstance(raw, Mapping):
+        raise InvalidInput(f"op {position} is not an object; nothing was applied.")
+    managed = {name for name in raw if name in MANAGED_FIELDS}
+    ignored.update(managed)
+    try:
+        return ChangeOp.model_validate({k: v for k, v in raw.items() if k not in managed})
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(_cut(str(p), 40) for p in e['loc']) or 'op'}: {e['msg'].removeprefix('Value error, ')}"
+            for e in exc.errors()
+        )
+        raise InvalidInput(f"{_describe(position, raw)}: {problems}. Nothing was applied.") from None
+
+
+async def _resolve(tx: Tx, key: str) -> Memory | None:
+    found = await tx.by_key(key)
+    if found is None and (seq := parse_id(key)) is not None and memory_id(seq) == key:
+        found = await tx.get(seq)  # only the exact id: mem_001 is a key slot, not mem_1
+    return found
+
+
+def _draft(service: MemoryService, op: ChangeOp, position: int, client: str | None) -> Draft:
+    assert op.payload is not None
+    assert op.importance is not None
+    assert op.source is not None
+    try:
+        return validate.draft(
+            service.config,
+            content=op.payload,
+            category_name=op.category,
+            key_name=op.key,
+            importance=op.importance / 10,
+            confidence=0.8,
+            tag_list=op.tags,
+            source_name=op.source,
+            client=client,
+        )
+    except InvalidInput as exc:  # SecretRefused stays itself
+        raise type(exc)(f"op {position} ({op.action} {op.key}): {exc} Nothing was applied.") from None
+
+
+async def apply_changes(
+    service: MemoryService, ops: Sequence[object], *, client: str | None = None, now: datetime | None = None
+) -> ApplyChangesResult:
+    """Validate every operation, then apply them in order in one transaction; the first one that
+    cannot be applied rolls everything back and its message names it."""
+    validate.batch(len(ops), service.config, "operations")
+    ignored: set[str] = set()
+    parsed = [_parse(raw, i, ignored) for i, raw in enumerate(ops, 1)]
+    drafts: dict[int, tuple[Draft, str, str]] = {}
+    for i, op in enumerate(parsed, 1):
+        if op.action == "add":
+            draft = _draft(service, op, i, client)
+            drafts[i] = (draft, *await service.prepare(draft))
+        else:
+            validate.category(op.category)  # a malformed category is an input error, not a mismatch
+    now = now or utcnow()
+    outcomes: list[ChangeOutcome] = []
+    async with service.store.transaction() as tx:
+        for i, op in enumerate(parsed, 1):
+            target = await _resolve(tx, op.key)
+            if op.action == "del":
+                outcomes.append(await _delete(tx, op, i, target))
+                continue
+            draft, digest, near_match = drafts[i]
+            action, mid = await _add(service, tx, draft, digest, near_match, now, target)
+            outcomes.append(ChangeOutcome(op=i, key=op.key, action=action, id=mid, withheld=list(draft.withheld)))
+    counts = {a: sum(o.action == a for o in outcomes) for a in ("created", "updated", "merged", "unchanged", "deleted")}
+    summary = ", ".join(f"{n} {a}" for a, n in counts.items() if n) or "no operations"
+    note = f" Ignored program-managed fields: {', '.join(sorted(ignored))}." if ignored else ""
+    withheld = [kind for o in outcomes for kind in o.withheld]
+    if withheld:
+        note += " " + describe(withheld)
+    return ApplyChangesResult(applied=outcomes, ignored_fields=sorted(ignored), detail=f"Applied: {summary}.{note}")
+
+
+async def _delete(tx: Tx, op: ChangeOp, position: int, target: Memory | None) -> ChangeOutcome:
+    if target is None:
+        raise InvalidInput(f"op {position} (del {op.key}): no memory has this key or id. Nothing was applied.")
+    category = validate.category(op.category)
+    if target.category != category:
+        raise InvalidInput(
+            f"op {position} (del {op.key}): the category given, {category!r}, is not the memory's "
+            f"category {target.category!r}; check that this is the memory meant. Nothing was applied."
+        )
+    seq = parse_id(target.id)
+    assert seq is not None
+    await tx.delete([seq])
+    return ChangeOutcome(op=position, key=op.key, action="deleted", id=target.id)
+
+
+async def _add(
+    service: MemoryService,
+    tx: Tx,
+    draft: Draft,
+    digest: str,
+    near_match: str,
+    now: datetime,
+    target: Memory | None,
+) -> tuple[RememberAction, str]:
+    if target is None or target.key == draft.key:
+        # A new key slot, or the memory holding this key: remember's own rules apply.
+        result = await service.write(tx, draft, digest, near_match, now)
+        return result.action, result.id
+    # Named by its id: the memory keeps its own key slot (or none) and takes the new value.
+    keep = {"key": target.key, "tier": target.tier, "session_id": target.session_id, "confidence": target.confidence}
+    replacement = draft.model_copy(update=keep)
+    seq = parse_id(target.id)
+    assert seq is not None
+    if same_value(target, replacement):
+        return "unchanged", target.id
+    await tx.replace(seq, replacement, digest, now, "updated")
+    return "updated", target.id

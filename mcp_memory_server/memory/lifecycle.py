@@ -1,0 +1,280 @@
+"""The memory lifecycle (SPEC 5: cleanup and its keep rules; the working memory of sessions).
+
+- `cleanup` selects memories by its rules (rarely used, unimportant and stale, duplicate
+  copies), lets the keep rules save what they cover, and archives the rest: never a deletion,
+  and a dry run only reports.
+- `restore` brings archived memories back under their old ids, history included.
+- `expire_sessions` ends sessions idle for too long: their working memories that proved important
+  or useful become core, the others are archived.
+- `maintain` is what start-up and the periodic task run: expiry, then a real cleanup.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import get_args
+
+from ..config.config import Config
+from ..errors import InvalidInput
+from ..models import (
+    CleanupCandidate,
+    CleanupResult,
+    CleanupRule,
+    ExpiredSession,
+    ExpiryResult,
+    KeepRule,
+    MaintenanceResult,
+    RestoreConflict,
+    RestoreResult,
+)
+from ..store import extraction_log as logbook
+from ..store.rows import iso, memory_id, parse_id, utcnow
+from ..store.store import Store
+from . import archive, validate
+from .archive import CleanupRow
+
+__all__ = ["cleanup", "expire_sessions", "maintain", "restore"]
+
+log = logging.getLogger(__name__)
+
+_PREVIEW_CHARS = 80
+_LISTED = 100  # candidates listed in a cleanup result by default (all of them are archived)
+_ABANDONED = timedelta(hours=1)  # a sieve run still waiting for the client's model after this is closed
+
+
+def _keep_rule(row: CleanupRow, config: Config, recent_since: str) -> KeepRule | None:
+    """The first keep rule that saves a selected memory, if any."""
+    if row.importance >= config.keep_importance:
+        return "important"
+    if row.access_count >= config.keep_accesses:
+        return "frequently_used"
+    if row.created_at >= recent_since:
+        return "recent"
+    if row.category in config.keep_categories:
+        return "core_category"
+    if row.source == "manual":
+        return "manual"
+    return None
+
+
+def _rules(row: CleanupRow) -> list[CleanupRule]:
+    rules: list[CleanupRule] = []
+    if row.unused:
+        rules.append("unused")
+    if row.low_importance:
+        rules.append("low_importance")
+    if row.duplicate_of is not None:
+        rules.append("duplicate")
+    return rules
+
+
+def _reason(row: CleanupRow) -> str:
+    """The archive reason, in words a person reading the archive understands."""
+    words: list[str] = [r for r in _rules(row) if r != "duplicate"]
+    if row.duplicate_of is not None:
+        words.append(f"duplicate of {memory_id(row.duplicate_of)}")
+    return "cleanup: " + ", ".join(words)
+
+
+def _preview(content: str) -> str:
+    text = " ".join(content.split())
+    return text if len(text) <= _PREVIEW_CHARS else text[: _PREVIEW_CHARS - 1] + "…"
+
+
+def _candidate(row: CleanupRow) -> CleanupCandidate:
+    return CleanupCandidate(
+        id=memory_id(row.seq),
+        preview=_preview(row.content),
+        category=row.category,
+        importance=row.importance,
+        access_count=row.access_count,
+        last_accessed=datetime.fromisoformat(row.last_accessed),
+        rules=_rules(row),
+        duplicate_of=memory_id(row.duplicate_of) if row.duplicate_of is not None else None,
+    )
+
+
+async def cleanup(
+    store: Store, *, dry_run: bool = True, now: datetime | None = None, limit: int = _LISTED
+) -> CleanupResult:
+    """Select and (unless `dry_run`) archive memories by the cleanup rules, when the namespace
+    holds more than `cleanup_min_memories`. The result lists the first `limit` candidates, oldest
+    access first; a real run archives all of them."""
+    if limit < 0:
+        raise InvalidInput(f"limit must not be negative, got {limit}.")
+    config = store.config
+    now = now or utcnow()
+    kept: dict[str, int] = dict.fromkeys(get_args(KeepRule), 0)
+    # Accesses recorded by this process but not yet written decide the "unused" rule too.
+    await store.flush()
+    # One transaction for the selection and the moves, so a dry run reports exactly what a real
+    # run at that moment archives (a dry run writes nothing, it only holds the lock meanwhile).
+    async with store.transaction() as tx:
+        count = await archive.live_count(tx)
+        if count <= config.cleanup_min_memories:
+            log.debug("cleanup: %d memories; it applies only above %d", count, config.cleanup_min_memories)
+            return CleanupResult(
+                dry_run=dry_run,
+                applied=False,
+                memories=count,
+                min_memories=config.cleanup_min_memories,
+                candidate_count=0,
+                candidates=[],
+                archived=0,
+                kept=kept,
+                detail=f"{count} memories; cleanup applies only above {config.cleanup_min_memories}, "
+                "so nothing was selected.",
+            )
+        rows = await archive.cleanup_rows(
+            tx,
+            unused_before=iso(now - timedelta(days=config.cleanup_unused_days)),
+            unused_accesses=config.cleanup_unused_accesses,
+            stale_before=iso(now - timedelta(days=config.cleanup_stale_days)),
+            low_importance=config.cleanup_low_importance,
+        )
+        recent_since = iso(now - timedelta(days=config.keep_recent_days))
+        chosen: list[CleanupRow] = []
+        for row in rows:
+            rule = _keep_rule(row, config, recent_since)
+            if rule is None:
+                chosen.append(row)
+            else:
+                kept[rule] += 1
+        going = {row.seq for row in chosen}
+        # A copy selected only as a duplicate stays while the copy it duplicates is going itself:
+        # the content must not leave with every copy (the next run picks among the remaining ones).
+        chosen = [r for r in chosen if r.unused or r.low_importance or r.duplicate_of not in going]
+        moved = 0
+        if not dry_run and chosen:
+            moved = len(await archive.archive(tx, {r.seq: _reason(r) for r in chosen}, iso(now)))
+    saved = sum(kept.values())
+    if dry_run:
+        detail = f"Dry run: {len(chosen)} of {count} memories would be archived; {saved} more are kept by keep rules."
+    else:
+        detail = f"Archived {moved} of {count} memories (restore brings them back); {saved} kept by keep rules."
+    # A run that archived something is news; the periodic one that found nothing is not.
+    archived_ids = ", ".join(memory_id(r.seq) for r in chosen[:10]) + (", ..." if len(chosen) > 10 else "")
+    log.log(
+        logging.INFO if moved else logging.DEBUG,
+        "cleanup: %s%s",
+        detail,
+        f" ({archived_ids})" if moved else "",
+    )
+    return CleanupResult(
+        dry_run=dry_run,
+        applied=True,
+        memories=count,
+        min_memories=config.cleanup_min_memories,
+        candidate_count=len(chosen),
+        candidates=[_candidate(r) for r in chosen[:limit]],
+        archived=moved,
+        kept=kept,
+        detail=detail,
+    )
+
+
+async def restore(store: Store, ids: Sequence[str], *, now: datetime | None = None) -> RestoreResult:
+    """Bring archived memories back with the same ids and their history.
+
+    One whose key a live memory holds now stays archived and is reported as a conflict naming
+    that memory: the key is a slot with one value, and the live value is the newer one. Forget
+    (or re-key) the live memory first, or remember the archived content without its key."""
+    if not ids:
+        raise InvalidInput("ids is empty; give the ids of archived memories to restore, such as ['mem_12'].")
+    validate.batch(len(ids), store.config, "ids")
+    seqs: dict[str, int | None] = {}
+    for text in dict.fromkeys(i.strip() for i in ids):
+        seq = parse_id(text)
+        if seq is None or seq not in seqs.values():  # mem_7 and mem_07 name one memory: restore it once
+            seqs[text] = seq
+    wanted = list(seqs)
+    known = [s for s in seqs.values() if s is not None]
+    restored: list[str] = []
+    not_found: list[str] = []
+    conflicts: list[RestoreConflict] = []
+    async with store.transaction() as tx:
+        found = {a.seq: a for a in await archive.archived(tx, known)}
+        live = await archive.live_seqs(tx, known)
+        holders = await archive.key_holders(tx, [a.key for a in found.values() if a.key is not None])
+        claimed: dict[str, str] = {}  # key -> id restored by this call
+        back: list[int] = []
+        for text in wanted:
+            seq = seqs[text]
+            entry = found.get(seq) if seq is not None else None
+            if entry is None:
+                if seq in live:
+                    conflicts.append(RestoreConflict(id=text, reason=f"{text} is a live memory, not archived."))
+                else:
+                    not_found.append(text)
+                continue
+            key = entry.key
+            if key is not None and key in holders:
+                holder = memory_id(holders[key])
+                reason = (
+                    f"key {key!r} is now held by {holder}; forget {holder} first, "
+                    "or remember this content again without the key."
+                )
+                conflicts.append(RestoreConflict(id=text, reason=reason))
+                continue
+            if key is not None and key in claimed:
+                reason = f"key {key!r} is held by {claimed[key]}, restored by this call; restore one of them only."
+                conflicts.append(RestoreConflict(id=text, reason=reason))
+                continue
+            if key is not None:
+                claimed[key] = text
+            back.append(entry.seq)
+            restored.append(text)
+        await archive.restore(tx, back, iso(now or utcnow()))
+    return RestoreResult(restored=restored, not_found=not_found, conflicts=conflicts)
+
+
+async def expire_sessions(store: Store, *, now: datetime | None = None) -> ExpiryResult:
+    """End the sessions idle for `session_idle_minutes`: their working memories with importance
+    of at least `promote_importance` or at least `promote_accesses` accesses become core, the
+    others are archived, and the session's state is deleted."""
+    config = store.config
+    now = now or utcnow()
+    await store.flush()  # accesses not yet written count towards promotion
+    ended: list[ExpiredSession] = []
+    async with store.transaction() as tx:
+        idle = await archive.idle_sessions(tx, iso(now - timedelta(minutes=config.session_idle_minutes)))
+        for session_id, updated_at in idle:
+            promoted: list[int] = []
+            dropped: list[int] = []
+            for seq, importance, accesses in await archive.working_memories(tx, session_id):
+                useful = importance >= config.promote_importance or accesses >= config.promote_accesses
+                (promoted if useful else dropped).append(seq)
+            await archive.promote(tx, promoted)
+            await archive.archive(tx, dict.fromkeys(dropped, f"session expired: {session_id}"), iso(now))
+            await archive.end_session(tx, session_id)
+            ended.append(
+                ExpiredSession(
+                    session_id=session_id,
+                    last_active=datetime.fromisoformat(updated_at),
+                    promoted=[memory_id(s) for s in promoted],
+                    archived=[memory_id(s) for s in dropped],
+                )
+            )
+    return ExpiryResult(sessions=ended)
+
+
+async def maintain(store: Store, *, now: datetime | None = None) -> MaintenanceResult:
+    """Session expiry, then a real cleanup: what start-up and the periodic task run."""
+    expiry = await expire_sessions(store, now=now)
+    cleaned = await cleanup(store, dry_run=False, now=now)
+    moment = now or utcnow()
+    async with store.transaction() as tx:  # sieve runs whose client never brought the model's answer
+        abandoned = await logbook.settle_abandoned(tx, moment - _ABANDONED, moment)
+    if abandoned:
+        log.info("maintenance: %d sieve run(s) closed without the model's answer", abandoned)
+    if expiry.sessions:  # cleanup has told its own results
+        log.info(
+            "maintenance: %d idle session(s) ended (%s); %d working memories promoted to core, %d archived",
+            len(expiry.sessions),
+            ", ".join(s.session_id for s in expiry.sessions[:10]),
+            sum(len(s.promoted) for s in expiry.sessions),
+            sum(len(s.archived) for s in expiry.sessions),
+        )
+    return MaintenanceResult(expiry=expiry, cleanup=cleaned)

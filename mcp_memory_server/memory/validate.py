@@ -1,0 +1,221 @@
+"""Input normalisation shared by every write path: each check names the field and the limit, and
+runs before anything is written, so bad input changes nothing."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import re
+from collections.abc import Iterable
+from typing import cast, get_args
+
+from ..config.config import Config
+from ..errors import InvalidInput, SecretRefused
+from ..models import CATEGORY_PATTERN, SOURCE_ALIASES, Draft, Source, Tier
+from ..text.redaction import describe, redact
+from ..text.tokens import normalize
+
+__all__ = [
+    "MAX_KEY_CHARS",
+    "MAX_SESSION_CHARS",
+    "batch",
+    "category",
+    "client_name",
+    "draft",
+    "is_blank",
+    "key",
+    "quoted",
+    "screen",
+    "session_id",
+    "source",
+    "tags",
+    "text",
+]
+
+MAX_KEY_CHARS = 200
+MAX_SESSION_CHARS = 200
+log = logging.getLogger(__name__)
+
+_SEPARATORS = re.compile(r"[\s\-./]+")
+_SOURCES: tuple[str, ...] = get_args(Source)
+_TIERS: tuple[str, ...] = get_args(Tier)
+
+
+# Unicode category Cc, except newline and tab.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def quoted(value: str, limit: int = 60) -> str:
+    """`value` quoted for an error message and cut after `limit` characters: a message names
+    what was wrong without echoing a huge argument back whole."""
+    if len(value) <= limit:
+        return repr(value)
+    return f"{value[:limit]!r}... ({len(value):,} characters)"
+
+
+def clean(value: str) -> str:
+    """Control characters out (NUL included), surrounding whitespace trimmed; text otherwise kept."""
+    return _CONTROL.sub("", value).strip()
+
+
+def is_blank(value: str) -> bool:
+    """Whether nothing is left of `value` once control characters and surrounding spaces go."""
+    return not clean(value)
+
+
+def text(value: str, *, field: str, limit: int) -> str:
+    cleaned = clean(value)
+    if not cleaned:
+        raise InvalidInput(f"{field} is empty once control characters and surrounding spaces are removed.")
+    if len(cleaned) > limit:
+        raise InvalidInput(
+            f"{field} is {len(cleaned):,} characters; the limit is {limit:,}. "
+            "Split it into several self-contained memories."
+        )
+    return cleaned
+
+
+@functools.lru_cache(maxsize=1024)  # an import names a few categories thousands of times
+def category(value: str) -> str:
+    """Lower_snake category; 'Project State' and 'project-state' become project_state."""
+    name = _SEPARATORS.sub("_", normalize(value).strip().lower()).strip("_")
+    if not CATEGORY_PATTERN.match(name):
+        raise InvalidInput(
+            f"category {quoted(value)} is not valid: use a lower_snake name of letters, digits and "
+            "underscores starting with a letter (at most 40), such as preference or project_state."
+        )
+    return name
+
+
+def key(value: str | None) -> str | None:
+    if value is None:
+        return None
+    cleaned = clean(value)
+    if not cleaned:
+        return None
+    if len(cleaned) > MAX_KEY_CHARS:
+        raise InvalidInput(f"key is {len(cleaned)} characters; the limit is {MAX_KEY_CHARS}.")
+    return cleaned
+
+
+@functools.lru_cache(maxsize=256)
+def source(value: str) -> Source:
+    name = clean(value).lower()
+    name = SOURCE_ALIASES.get(name, name)
+    if name not in _SOURCES:
+        raise InvalidInput(f"source {quoted(value)} is not one of {', '.join(_SOURCES)}.")
+    return cast(Source, name)
+
+
+def tier(value: str) -> Tier:
+    if value not in _TIERS:
+        raise InvalidInput(f"tier {quoted(value)} is not one of core, working.")
+    return cast(Tier, value)
+
+
+def tags(values: Iterable[str] | None, config: Config) -> tuple[str, ...]:
+    """Trimmed, lower-cased, de-duplicated; at most `max_tags` of at most `max_tag_chars` each."""
+    result: list[str] = []
+    for raw in values or ():
+        tag = " ".join(normalize(clean(raw)).lower().split())
+        if not tag:
+            continue
+        if len(tag) > config.max_tag_chars:
+            raise InvalidInput(f"tag {tag[:20]!r}... is {len(tag)} characters; the limit is {config.max_tag_chars}.")
+        if tag not in result:
+            result.append(tag)
+    if len(result) > config.max_tags:
+        raise InvalidInput(f"{len(result)} tags given; the limit is {config.max_tags}.")
+    return tuple(result)
+
+
+def session_id(value: str | None) -> str | None:
+    if value is None:
+        return None
+    cleaned = clean(value)
+    if not cleaned:
+        return None
+    if len(cleaned) > MAX_SESSION_CHARS:
+        raise InvalidInput(f"session_id is {len(cleaned)} characters; the limit is {MAX_SESSION_CHARS}.")
+    return cleaned
+
+
+def batch(count: int, config: Config, what: str) -> None:
+    """One call's ids or operations: at most `max_batch` (MCP_MEMORY_MAX_BATCH)."""
+    if count > config.max_batch:
+        raise InvalidInput(f"{count} {what} given; the limit is {config.max_batch} per call.")
+
+
+def page(limit: int, config: Config) -> int:
+    if not 1 <= limit <= config.max_page:
+        raise InvalidInput(f"limit must be between 1 and {config.max_page}, got {limit}.")
+    return limit
+
+
+def client_name(value: str | None) -> str | None:
+    """The MCP client's name as it reported it, cut to 100 characters (it is only shown)."""
+    return clean(value)[:100] or None if value else None
+
+
+def unit(value: float, field: str) -> float:
+    if not 0.0 <= value <= 1.0:  # also rejects NaN
+        raise InvalidInput(f"{field} must be between 0.0 and 1.0, got {value}.")
+    return float(value)
+
+
+_PLACEHOLDER = re.compile(r"\[withheld: [^\]]+\]")
+_SUBSTANCE = re.compile(r"[^\W_]")
+MIN_LEFT_CHARS = 12  # letters, digits or characters left beside the withheld secrets
+
+
+def screen(content: str) -> tuple[str, tuple[str, ...]]:
+    """Content with its secrets replaced by `[withheld: kind]`, and the kinds withheld. When little
+    is left besides the secrets ("我的密码是 ..."), nothing is worth storing: SecretRefused."""
+    redaction = redact(content)
+    if not redaction.withheld:
+        return content, ()
+    left = len(_SUBSTANCE.findall(_PLACEHOLDER.sub("", redaction.text)))
+    refused = left < MIN_LEFT_CHARS
+    kinds = ", ".join(dict.fromkeys(redaction.withheld))
+    log.info("secrets withheld from content to store (%s); %s", kinds, "nothing stored" if refused else "the rest kept")
+    if refused:
+        raise SecretRefused(
+            f"{describe(redaction.withheld)} What is left says nothing without them, so nothing was stored."
+        )
+    return redaction.text, redaction.withheld
+
+
+def draft(
+    config: Config,
+    *,
+    content: str,
+    category_name: str = "fact",
+    key_name: str | None = None,
+    importance: float = 0.5,
+    confidence: float = 0.8,
+    tag_list: Iterable[str] | None = None,
+    source_name: str = "user",
+    tier_name: str = "core",
+    session: str | None = None,
+    client: str | None = None,
+    screened: tuple[str, tuple[str, ...]] | None = None,
+) -> Draft:
+    """Everything `remember` accepts, checked and normalised in one place; secrets are withheld.
+    `screened` is what an earlier draft made of this content (its text and the kinds withheld),
+    so that a draft made again inside a transaction does not screen the text there."""
+    if screened is None:
+        screened = screen(text(content, field="content", limit=config.max_content_chars))
+    cleaned, withheld = screened
+    return Draft(
+        content=cleaned,
+        withheld=withheld,
+        key=key(key_name),
+        category=category(category_name),
+        tier=tier(tier_name),
+        importance=unit(importance, "importance"),
+        confidence=unit(confidence, "confidence"),
+        source=source(source_name),
+        tags=tags(tag_list, config),
+        session_id=session_id(session),
+        client=client_name(client),
+    )

@@ -1,0 +1,402 @@
+"""The memory sieve: what from one exchange is worth keeping.
+
+Two channels. The fast one reads the user's message for high-signal sentences (corrections,
+preferences, identity, decisions, to-dos, "remember this") and writes them at once, core memory
+when their value score says so. The deep one asks the client's model, through MCP sampling, for
+the exchange's memories in JSON, and writes them to the session's working memory. Every item is
+scored by the value formula (novelty from similarity to what is already stored) and held
+back when it carries a secret.
+
+So that a failing or vanished model loses nothing, `begin` writes the fast channel's memories and
+a low-importance note keeping the exchange *before* the model answers; `finish` replaces the
+note with the model's memories, or leaves it as the fallback. Each run is logged (`logbook`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from pydantic import Field
+
+from ..errors import InvalidInput, MemoryServerError
+from ..memory.service import MemoryService
+from ..models import Model
+from ..profile import profile as profiles
+from ..prompts import extraction as prompts
+from ..store import extraction_log as logbook
+from ..store.extraction_log import ChannelReport, ExtractedItem, ValueParts
+from ..store.rows import parse_id, utcnow
+from ..text.redaction import describe, redact
+from .signals import detect_signals, forced_instruction, is_small_talk
+from .value import evaluate
+
+__all__ = ["MAX_TOKENS", "ExtractResult", "Prepared", "Sieve", "parse_answer"]
+
+MAX_TOKENS = 1500
+_MAX_ITEMS = 20
+_PREVIEW = 300
+_NOTE_PART = 400
+# The closing fence is tried from the start of a run of blanks (or right at the fence), not again
+# from each blank in the run.
+_FENCE = re.compile(r"^\s*```(?:json)?\s*|(?:(?<!\s)\s*|(?=```))```\s*$", re.IGNORECASE)
+
+
+class ExtractResult(Model):
+    run: str = Field(description="Id of this run in the extraction log (memory://extraction-log).")
+    fast: ChannelReport = Field(description="High-signal sentences of the user's message, written at once.")
+    deep: ChannelReport = Field(description="The client's model's extraction, written to working memory.")
+    fallback_note: str | None = Field(description="Id of the note keeping the exchange when the deep channel failed.")
+    next_step: str | None = Field(description="What the assistant can do itself when the client cannot sample.")
+    detail: str
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A run after `begin`: its log entry, the fast channel's report and the note written ahead."""
+
+    run: str
+    user_message: str
+    assistant_message: str
+    session_id: str | None
+    client: str | None
+    fast: ChannelReport
+    note: str | None
+
+
+def digest(user_message: str, assistant_message: str, session_id: str | None) -> str:
+    raw = json.dumps([session_id, user_message, assistant_message], ensure_ascii=False)
+    return hashlib.sha256(raw.encode()).hexdigest()[:32]
+
+
+def parse_answer(text: str) -> list[dict[str, Any]]:
+    """The memories in a model's answer: `{"memories": [...]}` or a bare list, possibly inside a
+    code fence or after a sentence of prose. Raises ValueError saying what is wrong."""
+    body = _FENCE.sub("", text.strip())
+    start = min((i for i in (body.find("{"), body.find("[")) if i >= 0), default=-1)
+    if start < 0:
+        raise ValueError("the answer holds no JSON")
+    try:
+        value, _ = json.JSONDecoder().raw_decode(body[start:])
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"the answer is not valid JSON ({exc.msg} at character {exc.pos})") from None
+    items = value.get("memories") if isinstance(value, dict) else value
+    if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+        raise ValueError('the answer is not {"memories": [objects]}')
+    return items[:_MAX_ITEMS]
+
+
+def _parts(score: Any) -> ValueParts:
+    return ValueParts(
+        forced=score.forced,
+        importance=round(score.importance, 2),
+        novelty=round(score.novelty, 2),
+        relevance=round(score.relevance, 2),
+        credibility=round(score.credibility, 2),
+        granularity=round(score.granularity, 2),
+        timeliness=round(score.timeliness, 2),
+        total=round(score.total, 2),
+    )
+
+
+class Sieve:
+    """The two channels over one memory service."""
+
+    def __init__(self, service: MemoryService) -> None:
+        self.service = service
+
+    @staticmethod
+    def small_talk(user_message: str, assistant_message: str) -> bool:
+        return is_small_talk(user_message, assistant_message) and not forced_instruction(user_message)
+
+    async def calibration(self) -> str:
+        """The profile (as stored: not re-synthesised here, so it cannot change between the rounds of
+        one call) and the user's configured instructions, for the extraction prompt."""
+        profile = await profiles.peek(self.service.store)
+        instructions = self.service.config.sieve_instructions
+        if profile is None or profile.method == "none":
+            return prompts.calibration(instructions=instructions)
+        return prompts.calibration(
+            summary=profile.summary.text,
+            domains=[i.text for i in profile.domains],
+            high_value=[i.text for i in profile.high_value_signals],
+            low_value=[i.text for i in profile.low_value_signals],
+            projects=[i.text for i in profile.active_projects],
+            instructions=instructions,
+        )
+
+    async def sampling_prompt(self, user_message: str, assistant_message: str) -> tuple[str, str]:
+        """(system prompt, user message) of the deep channel's sampling request, calibrated by
+        the user's profile and configured instructions."""
+        system = "You extract long-term memories from a conversation. Answer with JSON only."
+        return system, prompts.extract_memories(user_message, assistant_message, await self.calibration())
+
+    # ---- the fast channel and the note written ahead -------------------------------------------
+
+    async def begin(
+        self,
+        user_message: str,
+        assistant_message: str,
+        *,
+        session_id: str | None,
+        client: str | None,
+        deep: bool,
+        now: datetime | None = None,
+    ) -> Prepared:
+        """Run the fast channel, write the fallback note when the deep channel is going to run,
+        and log the run (pending until `finish`)."""
+        now = now or utcnow()
+        items = [
+            await self._consider(
+                s.content,
+                s.category,
+                s.importance,
+                "user",
+                session_id,
+                client,
+                pattern=s.pattern,
+                forced=s.forced,
+                deep=False,
+            )
+            for s in detect_signals(user_message)
+        ]
+        stored = [i for i in items if i.id]
+        fast = ChannelReport(
+            outcome="stored" if stored else "nothing",
+            detail=f"{len(items)} high-signal sentence(s), {len(stored)} written."
+            if items
+            else "No high-signal sentence in the user's message.",
+            items=items,
+        )
+        note = await self._note(user_message, assistant_message, session_id, client) if deep else None
+        pending = ChannelReport(outcome="pending", detail="Waiting for the client's model.", items=[])
+        # Screened before the write lock is taken: no other writer waits on redaction.
+        previews = (redact(user_message[:_PREVIEW]).text, redact(assistant_message[:_PREVIEW]).text)
+        async with self.service.store.transaction() as tx:
+            seq = await logbook.insert(
+                tx,
+                digest=digest(user_message, assistant_message, session_id),
+                session_id=session_id,
+                client=client,
+                previews=previews,
+                fast=fast,
+                deep=pending if deep else ChannelReport(outcome="skipped", detail="", items=[]),
+                note_seq=parse_id(note) if note else None,
+                moment=now,
+            )
+        return Prepared(f"run_{seq}", user_message, assistant_message, session_id, client, fast, note)
+
+    async def resume(self, user_message: str, assistant_message: str, session_id: str | None) -> Prepared | None:
+        """The pending run of this exchange, when `begin` ran in an earlier round of the call."""
+        async with self.service.store.reading() as tx:
+            entry = await logbook.pending(tx, digest(user_message, assistant_message, session_id))
+        if entry is None:
+            return None
+        return Prepared(
+            entry.run, user_message, assistant_message, session_id, entry.client, entry.fast, entry.fallback_note
+        )
+
+    async def _note(self, user_message: str, assistant_message: str, session_id: str | None, client: str | None) -> str:
+        text = (
+            f"[exchange not yet extracted] user: {user_message.strip()[:_NOTE_PART]} | "
+            f"assistant: {assistant_message.strip()[:_NOTE_PART]}"
+        )
+        result = await self.service.remember(
+            content=redact(text).text,
+            category="context",
+            importance=0.3,
+            confidence=0.5,
+            source="both",
+            tier="working",
+            session_id=session_id,
+            tags=["unextracted"],
+            client=client,
+        )
+        return result.id
+
+    # ---- the deep channel -----------------------------------------------------------------------
+
+    async def finish(
+        self,
+        prepared: Prepared,
+        *,
+        answer: str | None = None,
+        failure: str | None = None,
+        skipped: str | None = None,
+        unsupported: bool = False,
+        now: datetime | None = None,
+    ) -> ExtractResult:
+        """Settle a run: the model's `answer` (text), or why there is none."""
+        now = now or utcnow()
+        next_step = None
+        note = prepared.note
+        if answer is not None:
+            try:
+                raw_items = parse_answer(answer)
+            except ValueError as exc:
+                failure = f"The model's answer was unusable: {exc}."
+            else:
+                items = [await self._deep_item(raw, prepared) for raw in raw_items]
+                written = sum(1 for i in items if i.id)
+                deep = ChannelReport(
+                    outcome="extracted" if raw_items else "empty",
+                    detail=f"The model proposed {len(raw_items)} memories; {written} written to working memory."
+                    if raw_items
+                    else "The model found nothing worth keeping.",
+                    items=items,
+                )
+                if note is not None:  # the model answered: the note has done its job
+                    await self.service.forget([note])
+                    note = None
+        if answer is None or failure is not None:
+            if failure is not None:
+                deep = ChannelReport(outcome="failed", detail=failure[:1].upper() + failure[1:], items=[])
+            elif unsupported:
+                deep = ChannelReport(outcome="unsupported", detail="The client cannot sample.", items=[])
+                next_step = (
+                    "This client cannot run the deep extraction itself. Get the prompt extract_memories with these "
+                    "two messages, answer it, and store each memory with remember (tier working, this session_id); "
+                    "or use detect_memory_changes and pass its answer to apply_changes."
+                )
+            else:
+                deep = ChannelReport(outcome="skipped", detail=skipped or "Skipped.", items=[])
+        async with self.service.store.transaction() as tx:
+            await logbook.settle(tx, prepared.run, deep, now)
+        parts = [prepared.fast.detail, deep.detail]
+        if note is not None:
+            parts.append(f"The exchange is kept as note {note}.")
+        return ExtractResult(
+            run=prepared.run,
+            fast=prepared.fast,
+            deep=deep,
+            fallback_note=note,
+            next_step=next_step,
+            detail=" ".join(p for p in parts if p),
+        )
+
+    async def _deep_item(self, raw: dict[str, Any], prepared: Prepared) -> ExtractedItem:
+        content = raw.get("content")
+        category = raw.get("category", "fact")
+        importance = raw.get("importance", 0.5)
+        source = raw.get("source", "both")
+        valid = (
+            isinstance(content, str)
+            and content.strip()
+            and isinstance(category, str)
+            and isinstance(importance, int | float)
+            and not isinstance(importance, bool)
+            and math.isfinite(importance)  # Python's JSON reads NaN and Infinity
+            and isinstance(source, str)
+        )
+        if not valid:
+            preview = str(content)[:200] if content is not None else json.dumps(raw, ensure_ascii=False)[:200]
+            return ExtractedItem(
+                content=preview,
+                category=str(category)[:40],
+                importance=0.0,
+                source=str(source)[:20],
+                pattern=None,
+                value=None,
+                decision="refused",
+                id=None,
+                action=None,
+                reason="Malformed item: it needs content, category, importance and source.",
+            )
+        assert isinstance(content, str)
+        assert isinstance(category, str)
+        assert isinstance(source, str)
+        value = float(importance)
+        if 1 < value <= 10:  # the prompts' 1-10 scale
+            value /= 10
+        return await self._consider(
+            content.strip(),
+            category,
+            min(max(value, 0.0), 1.0),
+            source,
+            prepared.session_id,
+            prepared.client,
+            pattern=None,
+            forced=False,
+            deep=True,
+        )
+
+    # ---- scoring and writing one item -----------------------------------------------------------
+
+    async def _consider(
+        self,
+        content: str,
+        category: str,
+        importance: float,
+        source: str,
+        session_id: str | None,
+        client: str | None,
+        *,
+        pattern: str | None,
+        forced: bool,
+        deep: bool,
+    ) -> ExtractedItem:
+        def item(
+            decision: Any, reason: str, value: ValueParts | None = None, written: Any = None, text: str = content
+        ) -> ExtractedItem:
+            return ExtractedItem(
+                content=text,
+                category=category,
+                importance=importance,
+                source=source,
+                pattern=pattern,
+                value=value,
+                decision=decision,
+                id=written.id if written else None,
+                action=written.action if written else None,
+                reason=reason,
+            )
+
+        screened = redact(content)
+        if screened.withheld:
+            return item("refused", describe(screened.withheld) + " Not stored.", text=screened.text)
+        existing = await self._similar(content)
+        try:  # one item the model got wrong (an unknown source, say) is refused, not the whole run
+            score = evaluate(
+                content, category=category, importance=importance, source=source, existing=existing, forced=forced
+            )
+        except InvalidInput as exc:
+            return item("refused", f"Not stored: {exc}")
+        parts = _parts(score)
+        if score.decision == "skip":
+            return item("skip", f"Value {score.total:.1f} is below 5: not worth keeping.", parts)
+        tier = "working" if deep or score.decision == "working" else "core"
+        try:
+            written = await self.service.remember(
+                content=content,
+                category=category,
+                importance=importance,
+                source=source,
+                tier=tier,
+                session_id=session_id,
+                client=client,
+                confidence=0.9 if source == "user" else 0.7,
+            )
+        except MemoryServerError as exc:
+            return item("refused", f"Not stored: {exc}", parts)
+        decision = "working" if tier == "working" else "store"
+        why = "forced by the user's instruction" if forced else f"value {score.total:.1f}"
+        where = "this session's working memory" if tier == "working" else "core memory"
+        return item(decision, f"Written to {where} ({why}).", parts, written)
+
+    async def _similar(self, content: str) -> Sequence[str]:
+        """The stored memories closest to `content`, for the novelty score."""
+        try:
+            found = await self.service.recall(query=content[:500], limit=5, track_access=False)
+        except InvalidInput:
+            return []
+        return [hit.content for hit in found.hits]
+
+    async def log(self, limit: int = 100) -> list[logbook.LogEntry]:
+        async with self.service.store.reading() as tx:
+            return await logbook.recent(tx, limit)

@@ -1,0 +1,193 @@
+"""The extraction log: one row per run of the memory sieve, so a person can review what each
+exchange gave (resource `memory://extraction-log`, and later the dashboard).
+
+A row records a digest of the exchange, short previews of it with secrets withheld, and for each
+channel its outcome and items: what was proposed, its value score, what was decided and which
+memory it became.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import Field
+
+from ..models import Model
+from .rows import iso
+from .tx import Tx
+
+__all__ = [
+    "ChannelReport",
+    "ExtractedItem",
+    "LogEntry",
+    "ValueParts",
+    "insert",
+    "pending",
+    "recent",
+    "settle",
+    "settle_abandoned",
+]
+
+_KEEP = 5000  # runs kept; older ones are pruned as new ones arrive
+
+Decision = Literal["store", "working", "skip", "refused"]
+Outcome = Literal["stored", "nothing", "extracted", "empty", "skipped", "unsupported", "pending", "failed"]
+
+
+class ValueParts(Model):
+    """The value score of one item and its parts (dimensions 0-10)."""
+
+    forced: bool = Field(description="The user explicitly asked to remember it: always stored.")
+    importance: float
+    novelty: float = Field(description="10 x (1 - similarity to the closest stored memory).")
+    relevance: float
+    credibility: float
+    granularity: float
+    timeliness: float
+    total: float = Field(
+        description="3·forced + 0.5·importance + 0.4·novelty + 0.5·relevance + 0.3·credibility "
+        "+ 0.2·granularity + 0.3·timeliness; ≥ 7 store, 5-7 working memory, < 5 skip."
+    )
+
+
+class ExtractedItem(Model):
+    content: str = Field(description="The memory as proposed (secrets withheld).")
+    category: str
+    importance: float
+    source: str
+    pattern: str | None = Field(description="Fast channel: the kind of signal that matched; null for the deep channel.")
+    value: ValueParts | None = Field(description="Null when the item was refused before scoring.")
+    decision: Decision = Field(
+        description="store: core memory; working: this session's working memory; skip; "
+        "refused: it held a secret or was malformed."
+    )
+    id: str | None = Field(description="The memory written or matched, if any.")
+    action: str | None = Field(description="created, updated, merged or unchanged, when written.")
+    reason: str = Field(description="One sentence on the decision.")
+
+
+class ChannelReport(Model):
+    outcome: Outcome = Field(
+        description="fast: stored or nothing. deep: extracted, empty, skipped (small talk), unsupported (the "
+        "client cannot sample), pending (waiting for its model) or failed (a fallback note was kept)."
+    )
+    detail: str
+    items: list[ExtractedItem]
+
+
+class LogEntry(Model):
+    run: str = Field(description="run_<n>, this run's id.")
+    digest: str = Field(description="Digest of the exchange (session and both messages).")
+    session_id: str | None
+    client: str | None
+    status: Literal["pending", "done"]
+    user_preview: str
+    assistant_preview: str
+    fast: ChannelReport
+    deep: ChannelReport
+    fallback_note: str | None = Field(description="Id of the note that keeps the exchange while the deep channel runs.")
+    created_at: datetime
+    updated_at: datetime
+
+
+def _row(r: Any) -> LogEntry:
+    preview = json.loads(r[6])
+    return LogEntry(
+        run=f"run_{r[0]}",
+        digest=r[2],
+        session_id=r[3],
+        client=r[4],
+        status=r[5],
+        user_preview=preview["user"],
+        assistant_preview=preview["assistant"],
+        fast=ChannelReport.model_validate_json(r[7]),
+        deep=ChannelReport.model_validate_json(r[8]),
+        fallback_note=f"mem_{r[9]}" if r[9] is not None else None,
+        created_at=datetime.fromisoformat(r[10]),
+        updated_at=datetime.fromisoformat(r[11]),
+    )
+
+
+_COLUMNS = "seq, namespace, digest, session_id, client, status, input, fast, deep, note_seq, created_at, updated_at"
+
+
+async def insert(
+    tx: Tx,
+    *,
+    digest: str,
+    session_id: str | None,
+    client: str | None,
+    previews: tuple[str, str],
+    fast: ChannelReport,
+    deep: ChannelReport,
+    note_seq: int | None,
+    moment: datetime,
+) -> int:
+    now = iso(moment)
+    status = "pending" if deep.outcome == "pending" else "done"
+    rows = await tx.conn.execute_fetchall(
+        "INSERT INTO extraction_log (namespace, digest, session_id, client, status, input, fast, deep, note_seq,"
+        " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq",
+        (
+            tx.namespace,
+            digest,
+            session_id,
+            client,
+            status,
+            json.dumps({"user": previews[0], "assistant": previews[1]}, ensure_ascii=False),
+            fast.model_dump_json(),
+            deep.model_dump_json(),
+            note_seq,
+            now,
+            now,
+        ),
+    )
+    seq = int(next(iter(rows))[0])
+    if seq % 100 == 0:
+        await tx.conn.execute(
+            "DELETE FROM extraction_log WHERE namespace = ? AND seq <= ?", (tx.namespace, seq - _KEEP)
+        )
+    return seq
+
+
+async def pending(tx: Tx, digest: str) -> LogEntry | None:
+    """The newest run of this exchange still waiting for the client's model."""
+    rows = await tx.conn.execute_fetchall(
+        f"SELECT {_COLUMNS} FROM extraction_log WHERE namespace = ? AND digest = ? AND status = 'pending'"
+        " ORDER BY seq DESC LIMIT 1",
+        (tx.namespace, digest),
+    )
+    return next((_row(r) for r in rows), None)
+
+
+async def settle(tx: Tx, run: str, deep: ChannelReport, moment: datetime) -> None:
+    """Record the deep channel's outcome of a pending run."""
+    await tx.conn.execute(
+        "UPDATE extraction_log SET status = 'done', deep = ?, updated_at = ? WHERE namespace = ? AND seq = ?",
+        (deep.model_dump_json(), iso(moment), tx.namespace, int(run.removeprefix("run_"))),
+    )
+
+
+async def recent(tx: Tx, limit: int) -> list[LogEntry]:
+    rows = await tx.conn.execute_fetchall(
+        f"SELECT {_COLUMNS} FROM extraction_log WHERE namespace = ? ORDER BY seq DESC LIMIT ?", (tx.namespace, limit)
+    )
+    return [_row(r) for r in rows]
+
+
+async def settle_abandoned(tx: Tx, before: datetime, moment: datetime) -> int:
+    """Close runs still waiting for a client's model since before `before`: the client refused
+    or went away (on the 2026-07-28 protocol it never calls back then). Their note stays."""
+    report = ChannelReport(
+        outcome="failed",
+        detail="The client's model never answered; the exchange is kept as the fallback note.",
+        items=[],
+    )
+    cursor = await tx.conn.execute(
+        "UPDATE extraction_log SET status = 'done', deep = ?, updated_at = ?"
+        " WHERE namespace = ? AND status = 'pending' AND updated_at < ?",
+        (report.model_dump_json(), iso(moment), tx.namespace, iso(before)),
+    )
+    return max(cursor.rowcount, 0)

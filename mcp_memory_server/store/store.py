@@ -1,0 +1,400 @@
+"""The store: migrations, reads, searches and atomic write transactions over the configured
+backend (store/backend.py), with the full-text index kept in sync inside the same transaction as every
+write and the in-memory BM25 index kept in step with every process's writes."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from datetime import datetime
+from typing import Any
+
+import anyio
+
+from ..config.config import Config
+from ..errors import StoreError
+from ..models import Memory, SessionState, Stats
+from ..text.keyword_query import KeywordQuery
+from ..text.segmenter import Segmenter
+from ..text.tokens import INDEX_VERSION, index_text, like_pattern
+from .access_counts import Accesses
+from .backend import CHANGES_CHANNEL, Backend, Conn
+from .changeset import Change, decode, encode, tell
+from .live_index import LiveIndex
+from .rows import M_COLUMNS, ORDER_COLUMNS, Candidate, Page, filters, iso, row_to_memory, utcnow
+from .sqlite.backend import SqliteBackend
+from .tx import Tx
+
+__all__ = ["Store"]
+
+log = logging.getLogger(__name__)
+_NO_LOCK = contextlib.nullcontext()
+
+
+def _backend(config: Config) -> Backend:
+    if config.db_url is not None:
+        from .postgres.backend import PgBackend  # the postgres extra; SQLite users never load it
+
+        return PgBackend(config.db_url, config.busy_timeout_ms)
+    return SqliteBackend(config.db_path, config.busy_timeout_ms)
+
+
+class Store:
+    """The memories of one namespace, in the configured database (an SQLite file by default, or
+    PostgreSQL). Open with `async with Store(config, segmenter) as store`."""
+
+    def __init__(self, config: Config, segmenter: Segmenter, namespace: str | None = None) -> None:
+        self.config = config
+        self.segmenter = segmenter
+        self.namespace = config.namespace if namespace is None else namespace
+        self._db = _backend(config)
+        self._open = False
+        # One unit of work at a time: a transaction must not see another coroutine's statements
+        # run inside it (SQLite: one connection), and the in-memory index syncs one at a time.
+        self._lock = anyio.Lock()
+        # The in-memory index is brought up to date (and searched) by one search at a time.
+        self._index_lock = anyio.Lock()
+        self._live = LiveIndex(config, self.namespace)
+        self._accesses = Accesses(
+            self._lock, self._write_touches, lambda: self._open, reads_alongside=self._db.postgres
+        )
+        # Told what each commit changed (this process's writes), in the writer's call: see `tell`.
+        self.on_change: list[Callable[[Change], None]] = []
+        # Which store announced a change (other processes', on PostgreSQL, are heard too).
+        self._origin = uuid.uuid4().hex
+        self._db.hear(self._heard)
+
+    async def __aenter__(self) -> Store:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def _heard(self, payload: str) -> None:
+        """Another store's commit (another process on PostgreSQL): told to this one's listeners."""
+        heard = decode(payload)
+        if heard is not None and heard[0] != self._origin and heard[1] == self.namespace:
+            tell(self.on_change, heard[2])
+
+    async def open(self) -> None:
+        await self._db.open()
+        self._open = True
+        try:
+            await self._migrate()
+            await self._ensure_index()
+        except self._db.errors as exc:
+            await self.close()
+            raise StoreError(f"cannot open the memory database at {self._db.location()}: {exc}") from exc
+        except BaseException:
+            await self.close()
+            raise
+
+    async def close(self) -> None:
+        if self._open:
+            await self.flush()
+            self._open = False
+            await self._db.close()
+
+    async def _migrate(self) -> None:
+        async with self._db.write() as conn:  # several processes may start at once
+            await conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations "
+                "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+            )
+        for version, name, statements in self._db.migrations:
+            async with self._db.write() as conn:
+                # Another process may have applied it while we waited for the write lock.
+                row = await (
+                    await conn.execute("SELECT 1 FROM schema_migrations WHERE version = ?", (version,))
+                ).fetchone()
+                if row is not None:
+                    continue
+                for statement in statements:
+                    await conn.execute(statement)
+                if version == 1:
+                    await conn.execute("INSERT INTO meta VALUES ('index_version', ?)", (str(INDEX_VERSION),))
+                await conn.execute("INSERT INTO schema_migrations VALUES (?, ?, ?)", (version, name, iso(utcnow())))
+                log.info("applied database migration %d: %s", version, name)
+
+    async def schema_version(self) -> int:
+        async with self._read() as conn:
+            row = await (await conn.execute("SELECT max(version) FROM schema_migrations")).fetchone()
+        return int(row[0]) if row and row[0] is not None else 0
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Tx]:
+        """One atomic write: everything done through the `Tx` commits together or not at all;
+        after the commit, the `on_change` listeners learn what changed."""
+        async with self._lock:
+            try:
+                async with self._db.write() as conn:
+                    tx = self._tx(conn)
+                    yield tx
+                    if self._db.postgres and (change := tx.change) is not None:  # delivered at commit
+                        for payload in encode(change, self.namespace, self._origin):
+                            await conn.execute("SELECT pg_notify(?, ?)", (CHANGES_CHANNEL, payload))
+            except self._db.errors as exc:
+                raise StoreError(f"the write failed and was rolled back: {exc}") from exc
+        if (change := tx.change) is not None:
+            tell(self.on_change, change)
+
+    @asynccontextmanager
+    async def snapshot(self) -> AsyncIterator[Tx]:
+        """Reads that see one state of the database, whatever other processes commit meanwhile
+        (an export), without holding up writers."""
+        async with self._lock if not self._db.postgres else _NO_LOCK:
+            try:
+                async with self._db.snapshot() as conn:
+                    yield self._tx(conn)
+            except self._db.errors as exc:
+                raise StoreError(f"reading the memory database failed: {exc}") from exc
+
+    @asynccontextmanager
+    async def _read(self) -> AsyncIterator[Conn]:
+        """A connection for reads. SQLite's one connection is the store's lock's; on PostgreSQL each
+        read has a pooled connection of its own, so reads run alongside each other and writes."""
+        async with self._lock if not self._db.postgres else _NO_LOCK:
+            try:
+                async with self._db.read() as conn:
+                    yield conn
+            except self._db.errors as exc:
+                raise StoreError(f"reading the memory database failed: {exc}") from exc
+
+    async def _ensure_index(self) -> None:
+        """Rebuild the full-text index when it was built by another version of `index_text`."""
+        async with self._read() as conn:
+            row = await (await conn.execute("SELECT value FROM meta WHERE name = 'index_version'")).fetchone()
+        if row is None or row[0] != str(INDEX_VERSION):
+            async with self._db.write() as conn:
+                await conn.execute("DELETE FROM memory_fts")
+                rows = list(await conn.execute_fetchall("SELECT seq, content, key, tags, category FROM memories"))
+                await conn.executemany(
+                    "INSERT INTO memory_fts (rowid, content, key, tags, category) VALUES (?, ?, ?, ?, ?)",
+                    [(r[0], *self._index_fields(r[1], r[2], json.loads(r[3]), r[4])) for r in rows],
+                )
+                await conn.execute(
+                    "INSERT INTO meta VALUES ('index_version', ?)"
+                    " ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+                    (str(INDEX_VERSION),),
+                )
+                # Other processes' in-memory indexes re-read everything.
+                await conn.execute("INSERT INTO memory_changes (namespace, seq) SELECT namespace, seq FROM memories")
+            log.info("rebuilt the full-text index for %d memories", len(rows))
+
+    def _tx(self, conn: Conn) -> Tx:
+        return Tx(conn, self.namespace, self._index_fields, postgres=self._db.postgres)
+
+    @staticmethod
+    def _index_fields(content: str, key: str | None, tags: Iterable[str], category: str) -> tuple[str, ...]:
+        return (
+            index_text(content),
+            index_text(key) if key else "",
+            index_text(" ".join(tags)) if tags else "",
+            category,
+        )
+
+    # ---- reads -------------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def reading(self) -> AsyncIterator[Tx]:
+        """Reads through the `Tx` interface, outside any transaction."""
+        async with self._read() as conn:
+            yield self._tx(conn)
+
+    async def get(self, seq: int) -> Memory | None:
+        async with self._read() as conn:
+            return await self._tx(conn).get(seq)
+
+    async def history(self, seq: int) -> list[dict[str, Any]]:
+        async with self._read() as conn:
+            return await self._tx(conn).history(seq)
+
+    async def search_index(
+        self,
+        queries: Sequence[KeywordQuery],
+        limit: int,
+        category: str | None = None,
+        tags: Sequence[str] | None = None,
+    ) -> list[Candidate]:
+        """Candidates by BM25 from the in-memory index; `raw` is the BM25 score (higher is better).
+
+        One database round trip in the common case: the index is searched as it stands, and the
+        query fetching the candidates' rows also reads the newest change number. Only when another
+        write has landed since the index was brought up to date is it synced and searched again."""
+        where, args = filters(category, tags)
+        # Filters are applied to the rows, so a filtered search ranks a wider pool first.
+        pool = limit if not where else max(limit * 10, 500)
+        async with self._index_lock, self._accesses.reading(), self._read() as conn:
+            index = self._live.index or await self._live.sync(conn, None)
+            for _ in range(3):
+                c = self.config
+                ranked = index.search(
+                    queries,
+                    pool,
+                    feedback_docs=c.feedback_docs,
+                    feedback_terms=c.feedback_terms,
+                    feedback_weight=c.feedback_weight,
+                    coordination=c.coordination,
+                )
+                marks = ",".join("?" * len(ranked))
+                sql = (
+                    "SELECT c.newest, c.oldest, m.* FROM (SELECT (SELECT max(change) FROM memory_changes) AS newest,"
+                    " (SELECT min(change) FROM memory_changes) AS oldest) AS c"
+                    f" LEFT JOIN (SELECT {M_COLUMNS} FROM memories m WHERE +m.namespace = ?"
+                    f" AND m.seq IN ({marks}){where}) AS m ON 1"
+                )
+                params = (self.namespace, *(seq for seq, _ in ranked), *args)
+                peeked = self._db.peek(sql, params)
+                rows = peeked if peeked is not None else list(await conn.execute_fetchall(sql, params))
+                if (rows[0][0] or 0) == self._live.change:
+                    break
+                index = await self._live.sync(conn, (rows[0][0] or 0, rows[0][1] or 0))
+            by_seq = {r[2]: self._accesses.with_pending(r[2:]) for r in rows if r[2] is not None}
+        found = [Candidate(by_seq[seq], score) for seq, score in ranked if seq in by_seq]
+        return found[:limit]
+
+    async def warm(self) -> None:
+        """Build the in-memory index ahead of the first recall (the server calls this at start)."""
+        async with self._index_lock, self._read() as conn:
+            if self._live.index is None:
+                await self._live.sync(conn, None)
+
+    async def search_like(
+        self, terms: Sequence[str], limit: int, category: str | None = None, tags: Sequence[str] | None = None
+    ) -> list[Candidate]:
+        """Substring fallback; `raw` is the share of terms found in content or key. On PostgreSQL
+        the trigram indexes find the rows that hold any of the terms (LIKE is ILIKE there)."""
+        if not terms:
+            return []
+        where, args = filters(category, tags)
+        each = ["m.content LIKE ? ESCAPE '\\' OR m.key LIKE ? ESCAPE '\\'" for _ in terms]
+        hit = " + ".join(f"CASE WHEN {e} THEN 1 ELSE 0 END" for e in each)
+        patterns = [p for t in terms for p in (like_pattern(t), like_pattern(t))]
+        async with self._accesses.reading(), self._read() as conn:
+            rows = await conn.execute_fetchall(
+                f"SELECT {M_COLUMNS}, {hit} AS found FROM memories m WHERE m.namespace = ?{where}"
+                f" AND ({' OR '.join(each)}) ORDER BY found DESC, m.updated_at DESC LIMIT ?",
+                (*patterns, self.namespace, *args, *patterns, limit),
+            )
+            return [Candidate(self._accesses.with_pending(r), float(r[15]) / len(terms)) for r in rows]
+
+    async def list_page(
+        self,
+        *,
+        category: str | None,
+        tier: str | None,
+        tags: Sequence[str] | None,
+        order_by: str,
+        limit: int,
+        after: tuple[Any, int] | None,
+        session_id: str | None = None,
+    ) -> Page:
+        column = ORDER_COLUMNS[order_by]
+        where, args = filters(category, tags)
+        for name, value in (("tier", tier), ("session_id", session_id)):
+            if value is not None:
+                where += f" AND m.{name} = ?"
+                args.append(value)
+        keyset, keyset_args = "", []
+        if after is not None:
+            keyset = f" AND (m.{column} < ? OR (m.{column} = ? AND m.seq < ?))"
+            keyset_args = [after[0], after[0], after[1]]
+        async with self._read() as conn:
+            total_row = await (
+                await conn.execute(
+                    f"SELECT count(*) FROM memories m WHERE m.namespace = ?{where}", (self.namespace, *args)
+                )
+            ).fetchone()
+            rows = await conn.execute_fetchall(
+                f"SELECT {M_COLUMNS}, m.{column} FROM memories m WHERE m.namespace = ?{where}{keyset} "
+                f"ORDER BY m.{column} DESC, m.seq DESC LIMIT ?",
+                (self.namespace, *args, *keyset_args, limit + 1),
+            )
+        rows = list(rows)
+        more = len(rows) > limit
+        rows = rows[:limit]
+        last = (rows[-1][15], rows[-1][0]) if more and rows else None
+        return Page(total=int(total_row[0]) if total_row else 0, items=[row_to_memory(r) for r in rows], last=last)
+
+    async def session(self, session_id: str) -> SessionState | None:
+        async with self._read() as conn:
+            row = await (
+                await conn.execute(
+                    "SELECT session_id, current_topic, context_variables, turn_count, last_emotion, created_at,"
+                    " updated_at FROM sessions WHERE namespace = ? AND session_id = ?",
+                    (self.namespace, session_id),
+                )
+            ).fetchone()
+        if row is None:
+            return None
+        return SessionState(
+            session_id=row[0],
+            current_topic=row[1],
+            context_variables=json.loads(row[2]),
+            turn_count=row[3],
+            last_emotion=row[4],
+            created_at=datetime.fromisoformat(row[5]),
+            updated_at=datetime.fromisoformat(row[6]),
+        )
+
+    async def stats(self) -> Stats:
+        ns = self.namespace
+        async with self._read() as conn:
+            by_category: dict[str, int] = {
+                r[0]: r[1]
+                for r in await conn.execute_fetchall(
+                    "SELECT category, count(*) FROM memories WHERE namespace = ? GROUP BY category ORDER BY 2 DESC",
+                    (ns,),
+                )
+            }
+            by_tier: dict[str, int] = {
+                r[0]: r[1]
+                for r in await conn.execute_fetchall(
+                    "SELECT tier, count(*) FROM memories WHERE namespace = ? GROUP BY tier", (ns,)
+                )
+            }
+            span = await (
+                await conn.execute("SELECT min(created_at), max(created_at) FROM memories WHERE namespace = ?", (ns,))
+            ).fetchone()
+            sessions = await (await conn.execute("SELECT count(*) FROM sessions WHERE namespace = ?", (ns,))).fetchone()
+            archived = await (
+                await conn.execute("SELECT count(*) FROM memory_archive WHERE namespace = ?", (ns,))
+            ).fetchone()
+            version = await (await conn.execute("SELECT max(version) FROM schema_migrations")).fetchone()
+        size = await self._db.size()
+        return Stats(
+            total=sum(by_category.values()),
+            archived=int(archived[0]) if archived else 0,
+            by_category=by_category,
+            by_tier=by_tier,
+            sessions=int(sessions[0]) if sessions else 0,
+            db_path=self._db.location(),
+            db_bytes=size,
+            schema_version=int(version[0]) if version and version[0] is not None else 0,
+            oldest=datetime.fromisoformat(span[0]) if span and span[0] else None,
+            newest=datetime.fromisoformat(span[1]) if span and span[1] else None,
+        )
+
+    # ---- access tracking (store/access_counts.py) ----------------------------------------------------------
+
+    def touch(self, seqs: Sequence[int], moment: datetime, session_id: str | None = None) -> None:
+        """Access tracking after recall: written in the background (see store/access_counts.py); `flush()`
+        writes now and `close()` flushes."""
+        self._accesses.record(seqs, moment, session_id)
+
+    async def flush(self) -> None:
+        """Write every access recorded so far."""
+        await self._accesses.flush()
+
+    async def _write_touches(self, counts: Mapping[int, int], at: str, sessions: set[str]) -> None:
+        """One batch of accesses in a transaction of its own; the caller holds the lock."""
+        try:
+            async with self._db.write() as conn:
+                await self._tx(conn).touch(counts, at, sessions)
+        except self._db.errors as exc:
+            raise StoreError(f"the write failed and was rolled back: {exc}") from exc

@@ -1,0 +1,436 @@
+"""MEMORY.md: the core memories as one Markdown file a person can read and an assistant
+can load at the start of a conversation, and the way back from such a file to memories.
+
+Rendering: four sections in this order, each showing the core memories of its categories
+(profile memories are left out: memory://profile shows them).
+
+    important events        event, decision, correction, project_state, workflow_history, error_patterns
+    preferences and habits  preference, user_preferences, coding_style, pattern, skill, ui_templates,
+                            desktop_sop
+    todos and commitments   todo
+    notes                   every other category (fact, identity, relationship, insight, note, ...)
+
+Each line is `- YYYY-MM-DD: text` (`：` under Chinese headings) with the memory's creation date
+(UTC), oldest first within its section, as in a diary; whitespace in a memory, newlines included,
+is folded into single spaces so that one memory is one line. Headings are Chinese or English by
+configuration; `auto` picks Chinese when at least half the memories shown contain Chinese.
+
+Capacity (`truncate`): a rendering of at most `limit` characters is left as it is. A longer one
+keeps the longest run of whole lines from its start that fits in floor(7 * limit / 10)
+characters and the longest run of whole lines from its end that fits in floor(limit / 5). Between
+them go a marker (a comment counting the characters left out and a sentence saying that
+consolidation is due) and, when the heading of the section the kept end starts in was left out,
+that heading again, so the file still reads back into the right sections. The limit is soft: the
+marker is not counted.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from typing import Literal, NamedTuple
+
+from pydantic import Field
+
+from ..config.config import Config
+from ..errors import InvalidInput, SecretRefused
+from ..memory import validate
+from ..models import Draft, Memory, Model
+from ..store.rows import parse_id, utcnow
+from ..store.store import Store
+from ..text.tokens import fingerprint
+from .limits import check_items, lines
+
+__all__ = [
+    "SECTIONS",
+    "CheckedMarkdown",
+    "Entry",
+    "ImportReport",
+    "ParsedMemory",
+    "Section",
+    "check_markdown",
+    "entries",
+    "import_markdown",
+    "language",
+    "parse_markdown",
+    "render",
+    "render_full",
+    "render_store",
+    "section_of",
+    "store_markdown",
+    "truncate",
+]
+
+Language = Literal["zh", "en"]
+
+
+@dataclass(frozen=True)
+class Section:
+    name: str
+    zh: str
+    en: str
+    category: str  # what an item of this section becomes when imported
+    categories: frozenset[str]  # what it shows; the notes section shows every other category
+    words: tuple[str, ...]  # words that name it in a hand-written heading (English ones as prefixes)
+
+    def heading(self, lang: Language) -> str:
+        return self.zh if lang == "zh" else self.en
+
+
+SECTIONS: tuple[Section, ...] = (
+    Section(
+        "events",
+        "重要事件",
+        "Important events",
+        "event",
+        frozenset({"event", "decision", "correction", "project_state", "workflow_history", "error_patterns"}),
+        ("事件", "大事", "经历", "决定", "决策", "里程碑", "event", "decision", "milestone"),
+    ),
+    Section(
+        "preferences",
+        "偏好与习惯",
+        "Preferences and habits",
+        "preference",
+        frozenset(
+            {"preference", "user_preferences", "coding_style", "pattern", "skill", "ui_templates", "desktop_sop"}
+        ),
+        ("偏好", "习惯", "喜好", "风格", "preference", "habit", "likes"),
+    ),
+    Section(
+        "todos",
+        "待办与承诺",
+        "Todos and commitments",
+        "todo",
+        frozenset({"todo"}),
+        ("待办", "承诺", "任务", "提醒", "todo", "task", "commitment", "promise", "reminder"),
+    ),
+    Section("notes", "笔记", "Notes", "note", frozenset(), ("笔记", "备注", "其他", "其它", "note", "misc")),
+)
+_TITLE = {"zh": "# 🧠 记忆", "en": "# 🧠 Memory"}
+_FOOTER = {
+    "zh": "_记住重要的事，忘掉不重要的。定期整理，保持精炼。_",
+    "en": "_Remember what matters, let go of what does not. Tidy up now and then; keep it short._",
+}
+_EMPTY = {"zh": "<!-- 暂无 -->", "en": "<!-- nothing yet -->"}
+_SEPARATOR = {"zh": "：", "en": ": "}
+_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+_OPEN_COMMENT = "&lt;!--"  # a memory's own "<!--" would hide the rest of the file from a reader
+
+
+class Entry(NamedTuple):
+    """What one line shows of a memory."""
+
+    category: str
+    content: str
+    day: str  # YYYY-MM-DD: the UTC date it was created
+
+
+@functools.lru_cache(maxsize=256)
+def section_of(category: str) -> Section:
+    return next((s for s in SECTIONS if category in s.categories), SECTIONS[-1])
+
+
+def entries(memories: Iterable[Memory]) -> list[Entry]:
+    """The lines of `memories`, oldest first: core memories only, profile memories left out."""
+    shown = sorted(
+        (m for m in memories if m.tier == "core" and m.category != "profile"),
+        key=lambda m: (m.created_at, parse_id(m.id) or 0),
+    )
+    return [Entry(m.category, m.content, m.created_at.astimezone(UTC).date().isoformat()) for m in shown]
+
+
+def language(contents: Iterable[str], setting: str) -> Language:
+    """`setting` when it is zh or en; for auto, Chinese when at least half of `contents` contain
+    Chinese (and English for none)."""
+    if setting == "zh":
+        return "zh"
+    if setting == "en":
+        return "en"
+    total = chinese = 0
+    for text in contents:
+        total += 1
+        chinese += _CJK.search(text) is not None
+    return "zh" if total and 2 * chinese >= total else "en"
+
+
+def render_full(lines: Iterable[Entry], lang: Language) -> str:
+    """The whole rendering of `lines` (in the order given within each section), untruncated."""
+    shown: dict[str, list[str]] = {s.name: [] for s in SECTIONS}
+    separator = _SEPARATOR[lang]
+    for entry in lines:
+        text = " ".join(entry.content.split()).replace("<!--", _OPEN_COMMENT)  # shown as written, read back
+        shown[section_of(entry.category).name].append(f"- {entry.day}{separator}{text}")
+    parts = [_TITLE[lang], ""]
+    for section in SECTIONS:
+        parts += [f"## {section.heading(lang)}", "", *(shown[section.name] or [_EMPTY[lang]]), ""]
+    parts += ["---", "", _FOOTER[lang]]
+    return "\n".join(parts) + "\n"
+
+
+def _marker(omitted: int, limit: int, lang: Language) -> str:
+    if lang == "zh":
+        return (
+            f"<!-- … 省略了 {omitted:,} 个字符 … -->\n"
+            f"> ⚠️ 记忆已超过 {limit:,} 字符的上限，需要整理：合并重复、移除过时、提炼摘要。\n"
+        )
+    return (
+        f"<!-- … {omitted:,} characters omitted … -->\n"
+        f"> ⚠️ Memory is over its {limit:,}-character limit: consolidation is due (merge duplicates, drop what "
+        "is outdated, summarise).\n"
+    )
+
+
+def _fitting(lines: Iterable[str], budget: int) -> int:
+    """How many of `lines`, taken in order, fit together in `budget` characters."""
+    used = count = 0
+    for line in lines:
+        used += len(line)
+        if used > budget:
+            break
+        count += 1
+    return count
+
+
+def truncate(text: str, limit: int, lang: Language) -> str:
+    """`text` itself when it has at most `limit` characters; otherwise its first whole lines within
+    7/10 of the limit, the marker, and its last whole lines within 1/5 of it (see the module)."""
+    if len(text) <= limit:
+        return text
+    lines = text.splitlines(keepends=True)
+    head = _fitting(lines, limit * 7 // 10)
+    end = len(lines) - _fitting(reversed(lines[head:]), limit // 5)
+    left_out, tail = lines[head:end], lines[end:]
+    heading: list[str] = []
+    if not next((line for line in tail if line.strip()), "## ").startswith("## "):
+        heading = [line for line in left_out if line.startswith("## ")][-1:]
+    marker = _marker(sum(map(len, left_out)), limit, lang)
+    return "".join(lines[:head]) + marker + "".join(heading) + "".join(tail)
+
+
+def _render(lines: Sequence[Entry], config: Config, full: bool) -> str:
+    lang = language((e.content for e in lines), config.markdown_language)
+    text = render_full(lines, lang)
+    return text if full else truncate(text, config.markdown_limit, lang)
+
+
+def render(memories: Iterable[Memory], config: Config, *, full: bool = False) -> str:
+    """MEMORY.md of `memories` (those that are core and not profile); `full`: never truncated."""
+    return _render(entries(memories), config, full)
+
+
+async def render_store(store: Store, *, full: bool = False) -> str:
+    """MEMORY.md of the store's current core memories; `full`: never truncated."""
+    # Three columns, not whole memories: at 100,000 memories this is the difference between a
+    # fraction of a second and several seconds for every read of memory://MEMORY.md.
+    async with store.reading() as tx:
+        rows = await tx.fetch(
+            "SELECT category, content, substr(created_at, 1, 10) FROM memories"
+            " WHERE namespace = ? AND tier = 'core' AND category != 'profile' ORDER BY created_at, seq",
+            (tx.namespace,),
+        )
+    return _render([Entry(*r) for r in rows], store.config, full)
+
+
+# ---- back from Markdown ---------------------------------------------------------------------
+
+_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)  # unclosed, it runs to the end (as in CommonMark)
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
+_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+(\S.*)$")  # then rstrip: `(.*\S)\s*$` was quadratic in spaces
+_RULE = re.compile(r"^\s*([-*_])(?:\s*\1){2,}\s*$")  # - - -, * * *: a thematic break, not an item
+_BOX = re.compile(r"^(?:\[(?P<mark>[ xX✓✔])\]|(?P<done>[✅☑✔✓])\ufe0f?|[☐⬜])\s*")
+_DATE = r"(?P<date>\d{4}(?:[-/.]\d{1,2}[-/.]\d{1,2}|\s*年\s*\d{1,2}\s*月\s*\d{1,2}\s*[日号]?))"
+_LEADING = re.compile(rf"^[\[【(（]?{_DATE}[\]】)）]?(?:\s*[:：,，、|—–-]\s*|\s+|(?<=[日号\]】)）]))(?P<rest>\S.*)$")
+_TRAILING = re.compile(rf"^(?P<rest>.*?\S)\s*[(（\[【]{_DATE}[)）\]】]$")
+_DIGITS = re.compile(r"\d+")
+_ASCII_WORD = re.compile(r"[a-z]+")
+
+
+@dataclass(frozen=True)
+class ParsedMemory:
+    content: str
+    category: str
+    created_at: datetime | None  # midnight UTC of the item's date; None when it has none
+    line: int  # where the item starts in the file, from 1
+
+
+def _section_named(title: str, level: int, current: Section) -> Section:
+    """The section a heading opens: one whose words it contains; otherwise notes for a `##`
+    heading and no change for the others (a `#` title, a `###` subheading)."""
+    folded = title.casefold()
+    words = _ASCII_WORD.findall(folded.replace("-", ""))  # to-dos: todos
+
+    def names(name: str) -> bool:
+        return any(w.startswith(name) for w in words) if name.isascii() else name in folded
+
+    return next((s for s in SECTIONS if any(map(names, s.words))), SECTIONS[-1] if level == 2 else current)
+
+
+def _unbox(text: str) -> tuple[str, bool]:
+    """`text` without a leading checkbox, and whether the box was ticked (`[x]`, `✅`)."""
+    box = _BOX.match(text)
+    if box is None:
+        return text, False
+    return text[box.end() :], bool(box.group("done")) or box.group("mark") not in (None, " ")
+
+
+def _day(text: str, today: date) -> datetime | None:
+    """Midnight UTC of a written date; None for a date that does not exist or is after `today`
+    (a deadline, not the day the line was written: it stays in the text)."""
+    year, month, day = (int(n) for n in _DIGITS.findall(text))
+    try:
+        written = date(year, month, day)
+    except ValueError:
+        return None
+    return datetime(written.year, written.month, written.day, tzinfo=UTC) if written <= today else None
+
+
+def _item(text: str, section: Section, line: int, today: date) -> ParsedMemory | None:
+    text, done = _unbox(" ".join(text.split()))
+    created = None
+    for pattern in (_LEADING, _TRAILING):
+        dated = pattern.match(text)
+        if dated and (created := _day(dated.group("date"), today)):
+            text = dated.group("rest")
+            break
+    if not done:  # `- 2026-02-14: ✅ done`, as the rendering writes a done item
+        text, done = _unbox(text)
+    text = text.strip().replace(_OPEN_COMMENT, "<!--")
+    if not text:
+        return None
+    return ParsedMemory(f"✅ {text}" if done else text, section.category, created, line)
+
+
+def _items(text: str, max_chars: int) -> Iterator[tuple[str, Section, int]]:
+    """(text, section, line) of every list item; an indented line right after an item continues it.
+    An item longer than `max_chars` stops growing at twice that (and a bit): still too long once
+    _item has taken a date, a box and escaped comment marks (7 characters to 4) off it, so it is
+    refused all the same, and a file of one endless item is not held twice."""
+    section, fenced = SECTIONS[-1], False
+    item: tuple[list[str], Section, int] | None = None
+    size, keep = 0, 2 * max_chars + 64  # size: the item's length with its white space folded
+    # Comments become as many empty lines as they spanned, so that line numbers stay true.
+    text = _COMMENT.sub(lambda c: "\n" * c[0].count("\n"), text.removeprefix("\ufeff"))
+    for number, raw in enumerate(lines(text), 1):
+        if item is not None:
+            if raw[:1] in (" ", "\t") and raw.strip() and not _ITEM.match(raw) and not _FENCE.match(raw):
+                if size <= keep:
+                    item[0].append(raw)
+                    size += 1 + len(" ".join(raw.split()))
+                continue
+            yield " ".join(item[0]), item[1], item[2]
+            item = None
+        if _FENCE.match(raw):
+            fenced = not fenced
+            continue
+        if fenced:
+            continue
+        heading = _HEADING.match(raw)
+        if heading:
+            section = _section_named(heading[2].rstrip().rstrip("#"), len(heading[1]), section)
+        elif (found := _ITEM.match(raw)) and not _RULE.match(raw):
+            text = found[1].rstrip()
+            item, size = ([text], section, number), len(" ".join(text.split()))
+    if item is not None:
+        yield " ".join(item[0]), item[1], item[2]
+
+
+def parse_markdown(text: str, *, today: date | None = None, max_chars: int = 1 << 20) -> list[ParsedMemory]:
+    """The list items of a MEMORY.md file, ours or written by hand, in Chinese or English.
+
+    A heading names the section by its words (事件 / events, 偏好 / preferences, 待办 / todos,
+    笔记 / notes ...); any other `##` heading opens notes, as does the start of the file, and
+    other headings (a `#` title, a `###` subheading) change nothing. The section decides the
+    category. Bullets (-, *, +) and numbered items count, an indented line continuing the item
+    above; comments, quotes, prose, tables, code blocks and thematic breaks are skipped. A date
+    at the start (`2026-02-13:`, `2026-02-13：`, `2026/2/13`, `2026年2月13日` ...) or in brackets
+    at the end (`（2026-02-14）`) becomes the creation date, unless it is after `today` (UTC by
+    default). An open checkbox is dropped; a ticked one (`[x]`, `✅`) becomes a leading `✅`.
+    An item is read up to about `max_chars` characters (a longer one is too long to store)."""
+    return list(_parsed(text, today or utcnow().date(), max_chars))
+
+
+def _parsed(text: str, today: date, max_chars: int) -> Iterator[ParsedMemory]:
+    parsed = (_item(body, section, line, today) for body, section, line in _items(text, max_chars))
+    return (p for p in parsed if p is not None)
+
+
+class ImportReport(Model):
+    lines: int = Field(description="List items found in the file.")
+    created: list[str] = Field(description="Ids of the memories created.")
+    present: int = Field(
+        description="Items whose text (ignoring case, spacing and punctuation) was already stored, in any "
+        "category, or came earlier in the file: left alone."
+    )
+    withheld: int = Field(description="Items stored with secrets taken out (memories never store credentials).")
+    refused: list[int] = Field(description="Lines of the items left out because they were essentially a secret.")
+
+
+@dataclass(frozen=True)
+class CheckedMarkdown:
+    """A MEMORY.md file's items checked as `remember` checks its arguments, not stored yet."""
+
+    lines: int  # list items found
+    drafts: list[tuple[Draft, str, datetime | None]]  # (draft, content fingerprint, its date)
+    refused: list[int]  # lines of the items left out as essentially a secret
+
+
+def check_markdown(text: str, config: Config, *, client: str | None, now: datetime) -> CheckedMarkdown:
+    """The items of a MEMORY.md file, each checked; InvalidInput naming the line of the first
+    invalid one, TooLarge when there are more than an import takes. CPU work only: the importers
+    run it outside the event loop."""
+    found = _parsed(text, now.astimezone(UTC).date(), config.max_content_chars)
+    parsed = list(itertools.islice(found, config.max_import_items + 1))
+    check_items(len(parsed), config)
+    drafts = []
+    refused: list[int] = []
+    for item in parsed:
+        try:
+            draft = validate.draft(
+                config, content=item.content, category_name=item.category, source_name="manual", client=client
+            )
+        except SecretRefused:
+            refused.append(item.line)
+            continue
+        except InvalidInput as exc:
+            raise InvalidInput(f"line {item.line}: {exc}") from exc
+        drafts.append((draft, fingerprint(draft.content), item.created_at))
+    return CheckedMarkdown(len(parsed), drafts, refused)
+
+
+async def import_markdown(
+    store: Store, text: str, *, client: str | None = "import-markdown", now: datetime | None = None
+) -> ImportReport:
+    """A core memory (source `manual`) for each item of a MEMORY.md file not stored yet, all in one
+    transaction: importing the same file again changes nothing. An item's date becomes its
+    memory's creation (and last change) time; the import is its last access. Invalid items
+    (too long, say) stop the import before anything is written, naming their line; items that are
+    essentially a secret are left out (as `remember` refuses them) and their lines reported."""
+    now = now or utcnow()
+    return await store_markdown(store, check_markdown(text, store.config, client=client, now=now), now)
+
+
+async def store_markdown(store: Store, checked: CheckedMarkdown, now: datetime) -> ImportReport:
+    """Store the checked items not stored yet, in one transaction (see `import_markdown`)."""
+    created: list[str] = []
+    withheld = 0
+    async with store.transaction() as tx:
+        stored = await tx.hashes([digest for _, digest, _ in checked.drafts])
+        for draft, digest, written in checked.drafts:
+            if digest in stored:
+                continue
+            stored.add(digest)
+            memory = await tx.insert(draft, digest, now, created=written)
+            created.append(memory.id)
+            withheld += bool(draft.withheld)
+    return ImportReport(
+        lines=checked.lines,
+        created=created,
+        present=len(checked.drafts) - len(created),
+        withheld=withheld,
+        refused=checked.refused,
+    )
