@@ -198,3 +198,14 @@ def test_public_names_are_complete() -> None:
             assert hasattr(package, name), f"{package.__name__}.{name}"
     exported = {n for n in dir(mcp_memory_server) if not n.startswith("_")}
     assert exported - set(ALLOWED) - BASE - {"annotations"} <= set(mcp_memory_server.__all__)
+
+
+def test_the_architecture_page_draws_the_house() -> None:
+    page = (PACKAGE.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    drawn: dict[str, set[str]] = {}
+    for folder, may_import in re.findall(r"^\| `(\w+)/` \| [^|]+ \| ([^|]+) \|$", page, re.MULTILINE):
+        named = set(re.findall(r"\b[a-z]+\b", may_import))
+        drawn[folder] = named if "everything" not in may_import else set(ALLOWED[folder])
+    assert drawn == ALLOWED
+    for path in re.findall(r"`((?:\w+/)+\w+\.py)`", page):
+        assert (PACKAGE / path).exists() or (PACKAGE.parent / path).exists(), path

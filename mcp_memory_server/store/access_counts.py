@@ -32,7 +32,7 @@ Write = Callable[[Mapping[int, int], str, set[str]], Awaitable[None]]
 log = logging.getLogger(__name__)
 
 
-class Gate:
+class OverlayGate:
     """Many holders of the shared side at once, or one of the exclusive side; a waiting exclusive
     holder goes before shared holders that come after it."""
 
@@ -87,7 +87,7 @@ class Accesses:
         self._write = write
         self._is_open = is_open
         # Searches that do not take the store's lock wait for (and hold up) the write at this gate.
-        self._gate = Gate() if reads_alongside else None
+        self._gate = OverlayGate() if reads_alongside else None
         self._touches: dict[int, int] = {}
         self._sessions: set[str] = set()
         self._moment = ""

@@ -3,8 +3,9 @@ one summary the CLI prints and the `import_memories` tool returns.
 
 Every file is read and checked first, in a worker thread (one file at a time), within the limits
 that follow MCP_MEMORY_MAX_BODY (transfer/limits.py: what it unpacks to, its JSON values, its
-items); then stored on the event loop. json and markdown keep their own rules (transfer/json_transfer.py,
-transfer/markdown.py). The other tools' files (transfer/foreign_formats.py) are stored in one transaction, all or nothing:
+items); then stored on the event loop. json and markdown keep their own rules (json_transfer.py,
+markdown.py). The other tools' files (foreign_formats.py) are stored in one transaction, all or
+nothing:
 
 - every item is checked as `remember` checks its arguments; any invalid item stops the import
   before anything is written, and the message names up to three of them by line or position; an
