@@ -112,9 +112,9 @@ async def inprocess(db: Path, cache: Path, queries: int, rankings: bool) -> dict
             assert index is not None
             dump = []
             for q in [*_queries(queries), "python programming", "pyth", "painting", "咖啡 拿铁", "lov"]:
-                terms = keywords(segmenter.cut(normalize(q)), config.max_keywords)
+                terms = keywords(segmenter.cut(normalize(q)), config.recall.max_keywords)
                 kq = [k for k in (keyword_query(t) for t in terms) if k is not None]
-                kq += char_queries(terms, config.char_weight)
+                kq += char_queries(terms, config.recall.char_weight)
                 dump.append([q, index.search(kq, 50)])
             out["rankings"] = dump
     return out

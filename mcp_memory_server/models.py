@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 __all__ = [
     "CATEGORY_PATTERN",
     "KNOWN_CATEGORIES",
+    "MAX_CATEGORY_CHARS",
     "SOURCE_ALIASES",
     "Breakdown",
     "CleanupCandidate",
@@ -72,7 +73,8 @@ KNOWN_CATEGORIES: tuple[str, ...] = (
     "coding_style",
     "workflow_history",
 )
-CATEGORY_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
+MAX_CATEGORY_CHARS = 40
+CATEGORY_PATTERN = re.compile(rf"^[a-z][a-z0-9_]{{0,{MAX_CATEGORY_CHARS - 1}}}$")
 
 # Prompts and other tools name sources in several ways; all of them mean one of `Source`.
 SOURCE_ALIASES: dict[str, Source] = {

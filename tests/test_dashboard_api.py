@@ -112,8 +112,11 @@ def test_info_says_whether_a_token_is_needed_and_whose_namespace(served: Served)
     with api(served) as anonymous, api(served, "alice") as alice:
         info = ok(anonymous.get("/info"))
         assert info["auth"] is True and info["namespace"] is None
-        assert info["limits"]["max_page"] == DEFAULTS.max_page and info["limits"]["max_batch"] == DEFAULTS.max_batch
-        assert info["limits"]["max_content"] == DEFAULTS.max_content_chars
+        assert (
+            info["limits"]["max_page"] == DEFAULTS.limits.max_page
+            and info["limits"]["max_batch"] == DEFAULTS.limits.max_batch
+        )
+        assert info["limits"]["max_content"] == DEFAULTS.limits.max_content_chars
         assert {"fact", "preference", "project_state"} <= set(info["categories"])
         assert info["tiers"] == ["core", "working"]
         assert ok(alice.get("/info"))["namespace"] == "alice"
@@ -163,7 +166,7 @@ def test_pages_walk_every_memory_once_and_filters_apply(served: Served) -> None:
 
         for params, words in [
             ({"limit": 0}, ("limit", "between 1 and")),
-            ({"limit": DEFAULTS.max_page + 1}, ("limit",)),
+            ({"limit": DEFAULTS.limits.max_page + 1}, ("limit",)),
             ({"limit": "ten"}, ("limit", "whole number")),
             ({"category": "Not A Category!"}, ("category",)),
             ({"tier": "forever"}, ("tier",)),
@@ -194,7 +197,7 @@ def test_search_is_the_real_retriever_with_scores(served: Served) -> None:
         assert detail["memory"]["access_count"] == 0, "searching the dashboard is not a use of the memory"
         refused(client.get("/search", params={"q": "  "}), 400, "q")
         refused(client.get("/search", params={"q": "咖啡", "limit": 51}), 400, "limit")
-        refused(client.get("/search", params={"q": "x" * (DEFAULTS.max_query_chars + 1)}), 400, "query")
+        refused(client.get("/search", params={"q": "x" * (DEFAULTS.limits.max_query_chars + 1)}), 400, "query")
 
 
 # ---- one memory: detail, add, edit, history ---------------------------------------------------
@@ -265,7 +268,7 @@ def test_bad_input_is_refused_with_nothing_written(served: Served) -> None:
         for field, value, words in [
             ("content", "", ("content", "empty")),
             ("content", 42, ("content", "text")),
-            ("content", "x" * (DEFAULTS.max_content_chars + 1), ("content", "limit")),
+            ("content", "x" * (DEFAULTS.limits.max_content_chars + 1), ("content", "limit")),
             ("category", "Bad Category!", ("category",)),
             ("key", "k" * 201, ("key", "limit")),
             ("key", 7, ("key",)),
@@ -273,8 +276,8 @@ def test_bad_input_is_refused_with_nothing_written(served: Served) -> None:
             ("importance", "high", ("importance", "number")),
             ("confidence", True, ("confidence",)),
             ("tags", "one", ("tags", "list")),
-            ("tags", [f"t{i}" for i in range(DEFAULTS.max_tags + 1)], ("tags",)),
-            ("tags", ["x" * (DEFAULTS.max_tag_chars + 1)], ("tag",)),
+            ("tags", [f"t{i}" for i in range(DEFAULTS.limits.max_tags + 1)], ("tags",)),
+            ("tags", ["x" * (DEFAULTS.limits.max_tag_chars + 1)], ("tag",)),
         ]:
             refused(client.post("/memories", json={"content": "ok text", field: value}), 400, *words)
             refused(client.patch(f"/memories/{mid}", json={field: value}), 400, *words)
@@ -297,7 +300,7 @@ def test_delete_one_and_many(served: Served) -> None:
         assert ok(client.delete(f"/memories/{ids[0]}")) == {"deleted": [], "not_found": [ids[0]]}
         result = ok(client.post("/memories/delete", json={"ids": [ids[1], ids[2], ids[0], "mem_99999999", "bogus"]}))
         assert result == {"deleted": [ids[1], ids[2]], "not_found": [ids[0], "mem_99999999", "bogus"]}
-        too_many = [*ids[3:], *(f"mem_{n}" for n in range(10_000, 10_000 + DEFAULTS.max_batch))]
+        too_many = [*ids[3:], *(f"mem_{n}" for n in range(10_000, 10_000 + DEFAULTS.limits.max_batch))]
         refused(client.post("/memories/delete", json={"ids": too_many}), 400, "limit")
         refused(client.post("/memories/delete", json={"ids": []}), 400, "empty")
         refused(client.post("/memories/delete", json={"ids": ids[3]}), 400, "ids")

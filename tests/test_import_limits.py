@@ -86,9 +86,13 @@ def refused_message(error: pytest.ExceptionInfo[TooLarge]) -> str:
 
 def test_the_limits_follow_the_body_setting() -> None:
     config = Config.from_env({"MCP_MEMORY_MAX_BODY": str(SMALL)})
-    assert (config.max_unpacked_bytes, config.max_import_values, config.max_import_items) == (CAP, VALUES, ITEMS)
+    assert (config.limits.max_unpacked_bytes, config.limits.max_import_values, config.limits.max_import_items) == (
+        CAP,
+        VALUES,
+        ITEMS,
+    )
     default = Config.from_env({})
-    assert default.max_unpacked_bytes == 16 * default.max_body_bytes == 64 * 1024 * 1024
+    assert default.limits.max_unpacked_bytes == 16 * default.limits.max_body_bytes == 64 * 1024 * 1024
 
 
 async def test_a_gzip_bomb_stops_at_the_cap_having_held_no_more(small: Store) -> None:
@@ -192,7 +196,7 @@ async def test_an_endless_markdown_item_is_cut_and_refused_as_too_long(small: St
         await import_text(small, text, "markdown")
     assert memories(small.config) == []
     # Up to the limit an item is whole, however many lines it spans and however they are indented.
-    limit = small.config.max_content_chars
+    limit = small.config.limits.max_content_chars
     long = "- 2025-03-01: 一条很长的记忆 a long one\n" + "      &lt;!-- 继续 continued\n" * 105
     kept = " ".join(long.split("\n", 1)[1].split())
     assert len("一条很长的记忆 a long one " + kept.replace("&lt;!--", "<!--")) <= limit < len(kept)
@@ -298,7 +302,7 @@ def test_bombs_get_413_quickly_and_the_server_stays_small(served: Served) -> Non
         "zeros": packed_zeros(256 << 20),  # 256 MiB in about 260 KB
         "tiny-json": gzip.compress(tiny_mem0(2_000_000), 9),  # about 32 MB in 64 KB: over the values' limit
     }
-    assert all(len(bomb) < Config.from_env({}).max_body_bytes for bomb in bombs.values())
+    assert all(len(bomb) < Config.from_env({}).limits.max_body_bytes for bomb in bombs.values())
     expected = {
         "zeros": "the file unpacks to over 67,108,864 bytes, the most one import takes (16 times MCP_MEMORY_MAX_BODY",
         "tiny-json": "the file holds over 4,194,304 JSON values (commas, colons and brackets counted)",
@@ -380,7 +384,7 @@ async def test_a_legal_gzip_import_round_trips_chinese_and_english(served: Serve
 async def test_the_import_tool_over_http_is_bounded_too(served: Served) -> None:
     """The import_memories tool takes text (no archive) of at most MCP_MEMORY_MAX_BODY: the items'
     limit holds there as well."""
-    items = Config.from_env({}).max_import_items
+    items = Config.from_env({}).limits.max_import_items
     assert items == 131_072
     text = tiny_mem0(items).decode()  # one more than that: 2.1 MB, under the body's 4 MiB
     async with http_client(served.url, TOKENS["alice"]) as client:

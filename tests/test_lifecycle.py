@@ -348,8 +348,8 @@ async def test_maintain_expires_sessions_then_cleans_up(service: MemoryService, 
 def test_lifecycle_settings_are_checked(tmp_path: Path) -> None:
     base: dict[str, Any] = {"db_path": tmp_path / "x.db", "cache_dir": tmp_path}
     config = Config.from_env({"MCP_MEMORY_KEEP_CATEGORIES": "identity, note,note"}, **base)
-    assert config.keep_categories == ("identity", "note")
-    assert Config.from_env({"MCP_MEMORY_SESSION_IDLE_MINUTES": "5"}, **base).session_idle_minutes == 5
+    assert config.lifecycle.keep_categories == ("identity", "note")
+    assert Config.from_env({"MCP_MEMORY_SESSION_IDLE_MINUTES": "5"}, **base).lifecycle.session_idle_minutes == 5
     with pytest.raises(InvalidInput, match="MCP_MEMORY_KEEP_CATEGORIES"):
         Config.from_env({"MCP_MEMORY_KEEP_CATEGORIES": "Not A Category"}, **base)
     with pytest.raises(InvalidInput, match="MCP_MEMORY_CLEANUP_MIN_MEMORIES"):

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from mcp import Client
 
+from mcp_memory_server.config import parse_tokens
 from mcp_memory_server.config.config import Config
-from mcp_memory_server.config.settings import parse_tokens
 from mcp_memory_server.errors import InvalidInput
 from mcp_memory_server.runtime.access import Access, new_token
 from mcp_memory_server.server.build import build_server
@@ -55,7 +55,7 @@ def test_config_reads_tokens_and_keeps_them_out_of_its_repr(tmp_path: Path) -> N
         {"MCP_MEMORY_TOKENS": f"alice:{TOKEN_A},{TOKEN_B}", "MCP_MEMORY_NAMESPACE": "home"},
         db_path=tmp_path / "m.db",
     )
-    assert dict(config.tokens) == {TOKEN_A: "alice", TOKEN_B: "home"}
+    assert dict(config.http.tokens) == {TOKEN_A: "alice", TOKEN_B: "home"}
     assert TOKEN_A not in repr(config) and TOKEN_B not in repr(config)
     with pytest.raises(InvalidInput, match="MCP_MEMORY_NAMESPACE"):
         Config.from_env({"MCP_MEMORY_NAMESPACE": "../etc"}, db_path=tmp_path / "m.db")
@@ -177,6 +177,6 @@ async def test_every_limit_is_enforced_with_a_message_that_says_it(tight: Client
     ],
 )
 def test_limits_come_from_the_environment(tmp_path: Path, variable: str, value: str, field: str, expected: int) -> None:
-    assert getattr(Config.from_env({variable: value}, db_path=tmp_path / "m.db"), field) == expected
+    assert getattr(Config.from_env({variable: value}, db_path=tmp_path / "m.db").limits, field) == expected
     with pytest.raises(InvalidInput, match=variable):
         Config.from_env({variable: "0"}, db_path=tmp_path / "m.db")

@@ -4,7 +4,6 @@ that stdio's stdout carries nothing but JSON-RPC while the server logs at DEBUG.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import shutil
@@ -94,8 +93,10 @@ async def test_opening_a_first_release_database_tells_the_client_of_each_migrati
 
 async def test_cleanup_tells_its_caller_what_it_archived(config: Config, segmenter: Any) -> None:
     # Fresh memories count as unused at once; start-up maintenance runs on an empty database.
-    config = dataclasses.replace(
-        config, log_level="DEBUG", cleanup_min_memories=0, cleanup_unused_days=0, keep_recent_days=0
+    # (Zero days is no valid setting: copied unchecked, as only a test may.)
+    unchecked = {"cleanup_min_memories": 0, "cleanup_unused_days": 0, "keep_recent_days": 0}
+    config = config.model_copy(
+        update={"log_level": "DEBUG", "lifecycle": config.lifecycle.model_copy(update=unchecked)}
     )
     heard = Heard()
     async with Client(build_server(config, segmenter), mode="legacy", logging_callback=heard) as client:

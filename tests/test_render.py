@@ -344,7 +344,7 @@ async def test_import_keeps_dates_and_counts_repeats(service: MemoryService) -> 
 
 
 async def test_an_invalid_item_stops_the_import_and_names_its_line(service: MemoryService) -> None:
-    text = "## Notes\n- fine\n\n- " + "x" * (service.config.max_content_chars + 1) + "\n"
+    text = "## Notes\n- fine\n\n- " + "x" * (service.config.limits.max_content_chars + 1) + "\n"
     with pytest.raises(InvalidInput, match=r"^line 4: content is"):
         await import_markdown(service.store, text)
     assert (await service.stats()).total == 0

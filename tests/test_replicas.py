@@ -295,12 +295,12 @@ async def test_tokens_and_namespaces_hold_on_every_replica(tmp_path: Path, cache
 
 
 def test_the_settings_of_stateless_mode_are_checked() -> None:
-    assert Config.from_env({}).stateless_http is False
-    assert Config.from_env({"MCP_MEMORY_STATELESS": "on"}).stateless_http is True
-    assert Config.from_env({"MCP_MEMORY_STATELESS": "0"}).stateless_http is False
+    assert Config.from_env({}).http.stateless_http is False
+    assert Config.from_env({"MCP_MEMORY_STATELESS": "on"}).http.stateless_http is True
+    assert Config.from_env({"MCP_MEMORY_STATELESS": "0"}).http.stateless_http is False
     with pytest.raises(InvalidInput, match="MCP_MEMORY_STATELESS"):
         Config.from_env({"MCP_MEMORY_STATELESS": "sometimes"})
-    keys = Config.from_env({"MCP_MEMORY_STATE_KEYS": f"{STATE_KEY}, {ALICE}{BOB}"}).state_keys
+    keys = Config.from_env({"MCP_MEMORY_STATE_KEYS": f"{STATE_KEY}, {ALICE}{BOB}"}).http.state_keys
     assert keys == (STATE_KEY, ALICE + BOB)
     with pytest.raises(InvalidInput, match="at least 32 characters") as refused:
         Config.from_env({"MCP_MEMORY_STATE_KEYS": f"{STATE_KEY},short-key-1234"})

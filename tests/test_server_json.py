@@ -14,8 +14,8 @@ import pytest
 from jsonschema import Draft7Validator
 
 from mcp_memory_server import __version__
+from mcp_memory_server.config import ENV_VARS, EnvVar
 from mcp_memory_server.config.config import Config
-from mcp_memory_server.config.settings import ENV_VARS, EnvVar
 from mcp_memory_server.errors import InvalidInput
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -113,7 +113,7 @@ def _is_literal(var: EnvVar) -> bool:
         configured = Config.from_env({var.name: var.default})
     except InvalidInput:
         return False
-    return bool(getattr(configured, var.field) == getattr(Config.from_env({}), var.field))
+    return bool(var.read(configured) == var.read(Config.from_env({})))
 
 
 def test_each_environment_variable_is_described_optional_and_has_its_real_default(manifest: dict[str, Any]) -> None:

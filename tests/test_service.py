@@ -71,15 +71,15 @@ async def test_near_identical_content_merges_but_different_meaning_does_not(serv
 async def test_bad_input_is_refused_and_changes_nothing(service: MemoryService, config: Config) -> None:
     await service.remember(content="baseline")
     cases = [
-        {"content": "x" * (config.max_content_chars + 1)},
+        {"content": "x" * (config.limits.max_content_chars + 1)},
         {"content": "   "},
         {"content": "ok", "category": "Not A Category!"},
         {"content": "ok", "importance": 1.5},
         {"content": "ok", "confidence": float("nan")},
         {"content": "ok", "source": "somebody"},
         {"content": "ok", "tier": "forever"},
-        {"content": "ok", "tags": [f"tag{i}" for i in range(config.max_tags + 1)]},
-        {"content": "ok", "tags": ["x" * (config.max_tag_chars + 1)]},
+        {"content": "ok", "tags": [f"tag{i}" for i in range(config.limits.max_tags + 1)]},
+        {"content": "ok", "tags": ["x" * (config.limits.max_tag_chars + 1)]},
         {"content": "ok", "key": "k" * 201},
     ]
     for case in cases:
@@ -161,7 +161,7 @@ async def test_recall_breakdown_matches_the_formula(service: MemoryService, conf
     b = hit.breakdown
     assert b.keyword == 1.0 and b.category == 1.5 and b.confidence == 0.9 and b.topic_boost == 1.0
     assert b.frequency == 0.5 and 0.99 < b.recency <= 1.0
-    w = config.weights
+    w = config.recall.weights
     expected = (
         w.keyword * b.keyword
         + w.category * b.category
@@ -235,7 +235,7 @@ async def test_hostile_queries_never_fail(service: MemoryService, query: str) ->
 
 async def test_overlong_and_empty_queries_are_clear_errors(service: MemoryService, config: Config) -> None:
     with pytest.raises(InvalidInput, match="query is"):
-        await service.recall(query="x" * (config.max_query_chars + 1))
+        await service.recall(query="x" * (config.limits.max_query_chars + 1))
     with pytest.raises(InvalidInput, match="query is empty"):
         await service.recall(query=" \x00 ")
     with pytest.raises(InvalidInput, match="limit"):

@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from .. import __version__
+from ..config import ENV_VARS
 from ..config.config import Config
-from ..config.settings import ENV_VARS
+from ..config.limits import MAX_RECALL_HITS
 from ..errors import InvalidInput, MemoryServerError, NotFound
 from ..memory.service import MemoryService
 from ..runtime.access import Access, new_token
@@ -160,7 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="run the retriever on a query, as recall would (does not count as access)",
     )
     search.add_argument("query", help="the query, Chinese or English")
-    search.add_argument("--limit", type=int, default=5, help="hits to show, 1-50 (default: 5)")
+    search.add_argument("--limit", type=int, default=5, help=f"hits to show, 1-{MAX_RECALL_HITS} (default: 5)")
     search.add_argument("--category", help="only this category")
     search.add_argument("--json", action="store_true", help="print the full result as JSON")
     backup = commands.add_parser(
@@ -277,7 +278,7 @@ def _serve(config: Config, args: argparse.Namespace) -> int:
 
     def serving(base: str) -> None:  # once the socket listens: the port is ours
         url = f"{base}/mcp"
-        log.info("serving MCP over streamable HTTP at %s%s", url, " (stateless)" if config.stateless_http else "")
+        log.info("serving MCP over streamable HTTP at %s%s", url, " (stateless)" if config.http.stateless_http else "")
         log.info("web dashboard at %s/ui", base)
         log.info(
             "try it: npx @modelcontextprotocol/inspector, then connect with transport 'Streamable HTTP' and URL %s",
@@ -305,7 +306,7 @@ def _access(config: Config, host: str, allow_unauthenticated: bool) -> Access | 
     elif not loopback:
         log.warning("listening on %s without tokens: anyone who can reach it can read and change the memories", host)
     if not loopback:
-        accepted = ", ".join(("loopback", *config.allowed_hosts))
+        accepted = ", ".join(("loopback", *config.http.allowed_hosts))
         log.info("Host headers accepted: %s (MCP_MEMORY_ALLOWED_HOSTS adds more)", accepted)
     return access
 

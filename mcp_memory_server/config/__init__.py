@@ -1,8 +1,10 @@
-"""Configuration: what can be set (the `MCP_MEMORY_*` variables and flags), the one frozen
-`Config` built from them at start, and where the memories live (a file or a PostgreSQL URL)."""
+"""Configuration: what can be set (the `MCP_MEMORY_*` variables and flags, grouped by concern),
+the one frozen `Config` built from them at start, the bounds that are not settings (limits.py),
+and where the memories live (a file or a PostgreSQL URL)."""
 
-from .config import APP_NAME, Config, default_cache_dir, default_db_path
-from .settings import ENV_VARS, EnvVar, parse_tokens
+from .config import APP_NAME, ENV_VARS, Config, default_cache_dir, default_db_path
+from .parsers import parse_tokens
+from .settings import EnvVar
 from .urls import is_database_url, redact_url
 
 __all__ = [

@@ -101,7 +101,7 @@ class _Dashboard:
         return spaces.get(namespace)
 
     async def body(self, request: Request) -> bytes:
-        limit = self.config.max_body_bytes
+        limit = self.config.limits.max_body_bytes
         declared = request.headers.get("content-length", "")
         too_large = TooLarge(f"the request body is over {limit:,} bytes (MCP_MEMORY_MAX_BODY).")
         if declared.isdigit() and int(declared) > limit:
@@ -281,7 +281,7 @@ def dashboard_app(config: Config, opened: Opened, access: Access | None, lifespa
     app: ASGIApp = Starlette(routes=ui.routes(), exception_handlers={HTTPException: _http_error}, lifespan=lifespan)
     if access is not None:
         app = BearerGate(app, access, public=is_public)
-    return _Guard(app, config.allowed_hosts)
+    return _Guard(app, config.http.allowed_hosts)
 
 
 def beside(mcp: ASGIApp, config: Config, opened: Opened, access: Access | None) -> ASGIApp:

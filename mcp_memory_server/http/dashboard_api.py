@@ -13,8 +13,9 @@ from typing import Any, cast, get_args
 
 from .. import __version__
 from ..config.config import Config
+from ..config.limits import MAX_ID_CHARS, MAX_KEY_CHARS, MAX_RECALL_HITS
 from ..errors import InvalidInput
-from ..memory.validate import MAX_KEY_CHARS, quoted
+from ..memory.validate import quoted
 from ..models import KNOWN_CATEGORIES, ForgetResult, OrderBy, RememberResult, Stats
 from ..profile import profile as profiles
 from ..profile.profile import Profile
@@ -42,8 +43,6 @@ __all__ = [
 
 CLIENT = "dashboard"  # the `client` of memories added through the dashboard
 _ORDERS: tuple[str, ...] = get_args(OrderBy)
-_MAX_ID_CHARS = 40  # as the forget tool
-_MAX_SEARCH = 50  # as the recall tool
 _PROFILE_FIELDS = ("summary", "language_preferences", *profiles.FIELDS)
 
 
@@ -114,15 +113,15 @@ def info(config: Config, namespace: str | None, auth: bool) -> dict[str, Any]:
         "namespace": namespace,
         "auth": auth,
         "limits": {
-            "max_page": config.max_page,
-            "max_batch": config.max_batch,
-            "max_content": config.max_content_chars,
-            "max_query": config.max_query_chars,
-            "max_tags": config.max_tags,
-            "max_tag_chars": config.max_tag_chars,
+            "max_page": config.limits.max_page,
+            "max_batch": config.limits.max_batch,
+            "max_content": config.limits.max_content_chars,
+            "max_query": config.limits.max_query_chars,
+            "max_tags": config.limits.max_tags,
+            "max_tag_chars": config.limits.max_tag_chars,
             "max_key": MAX_KEY_CHARS,
-            "max_search": _MAX_SEARCH,
-            "max_body": config.max_body_bytes,
+            "max_search": MAX_RECALL_HITS,
+            "max_body": config.limits.max_body_bytes,
         },
         "categories": list(KNOWN_CATEGORIES),
         "tiers": ["core", "working"],
@@ -140,7 +139,7 @@ async def list_memories(state: AppState, query: Mapping[str, str]) -> dict[str, 
         category=_opt(query, "category"),
         tier=_opt(query, "tier"),
         order_by=cast(OrderBy, order),
-        limit=_int(query, "limit", min(20, state.config.max_page), 1, state.config.max_page),
+        limit=_int(query, "limit", min(20, state.config.limits.max_page), 1, state.config.limits.max_page),
         cursor=_opt(query, "cursor"),
     )
     return page.model_dump(mode="json")
@@ -153,7 +152,7 @@ async def search(state: AppState, query: Mapping[str, str]) -> dict[str, Any]:
         raise InvalidInput("q is empty: give the words to search for.")
     result = await state.service.recall(
         query=text,
-        limit=_int(query, "limit", 20, 1, _MAX_SEARCH),
+        limit=_int(query, "limit", 20, 1, MAX_RECALL_HITS),
         category=_opt(query, "category"),
         track_access=False,
     )
@@ -182,8 +181,8 @@ async def edit(state: AppState, memory_id: str, body: Any) -> RememberResult:
 
 
 async def delete(state: AppState, ids: list[str]) -> ForgetResult:
-    if any(len(i) > _MAX_ID_CHARS for i in ids):
-        raise InvalidInput(f"an id is longer than {_MAX_ID_CHARS} characters; ids look like mem_12.")
+    if any(len(i) > MAX_ID_CHARS for i in ids):
+        raise InvalidInput(f"an id is longer than {MAX_ID_CHARS} characters; ids look like mem_12.")
     return await state.service.forget(ids)
 
 
@@ -220,7 +219,7 @@ async def edit_profile(state: AppState, body: Any) -> Profile:
 
 
 async def extraction_log(state: AppState, query: Mapping[str, str]) -> dict[str, Any]:
-    entries: list[LogEntry] = await state.sieve.log(_int(query, "limit", 50, 1, state.config.max_page))
+    entries: list[LogEntry] = await state.sieve.log(_int(query, "limit", 50, 1, state.config.limits.max_page))
     return {"entries": [e.model_dump(mode="json") for e in entries]}
 
 

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from ..config.limits import MAX_CATEGORY_CHARS
 from ..errors import InvalidInput
 from ..models import Draft, Memory, Model, RememberAction
 from ..store.rows import memory_id, parse_id, utcnow
@@ -53,7 +54,7 @@ class ChangeOp(BaseModel):
     )
     action: Literal["add", "del"] = Field(description="add: create or replace; del: delete.")
     category: str = Field(
-        max_length=40,
+        max_length=MAX_CATEGORY_CHARS,
         description="For del, the memory's current one.",
     )
     payload: str | None = Field(default=None, description="add (required): the full new text.")

@@ -46,13 +46,13 @@ _ABANDONED = timedelta(hours=1)  # a sieve run still waiting for the client's mo
 
 def _keep_rule(row: CleanupRow, config: Config, recent_since: str) -> KeepRule | None:
     """The first keep rule that saves a selected memory, if any."""
-    if row.importance >= config.keep_importance:
+    if row.importance >= config.lifecycle.keep_importance:
         return "important"
-    if row.access_count >= config.keep_accesses:
+    if row.access_count >= config.lifecycle.keep_accesses:
         return "frequently_used"
     if row.created_at >= recent_since:
         return "recent"
-    if row.category in config.keep_categories:
+    if row.category in config.lifecycle.keep_categories:
         return "core_category"
     if row.source == "manual":
         return "manual"
@@ -113,28 +113,28 @@ async def cleanup(
     # run at that moment archives (a dry run writes nothing, it only holds the lock meanwhile).
     async with store.transaction() as tx:
         count = await archive.live_count(tx)
-        if count <= config.cleanup_min_memories:
-            log.debug("cleanup: %d memories; it applies only above %d", count, config.cleanup_min_memories)
+        if count <= config.lifecycle.cleanup_min_memories:
+            log.debug("cleanup: %d memories; it applies only above %d", count, config.lifecycle.cleanup_min_memories)
             return CleanupResult(
                 dry_run=dry_run,
                 applied=False,
                 memories=count,
-                min_memories=config.cleanup_min_memories,
+                min_memories=config.lifecycle.cleanup_min_memories,
                 candidate_count=0,
                 candidates=[],
                 archived=0,
                 kept=kept,
-                detail=f"{count} memories; cleanup applies only above {config.cleanup_min_memories}, "
+                detail=f"{count} memories; cleanup applies only above {config.lifecycle.cleanup_min_memories}, "
                 "so nothing was selected.",
             )
         rows = await archive.cleanup_rows(
             tx,
-            unused_before=iso(now - timedelta(days=config.cleanup_unused_days)),
-            unused_accesses=config.cleanup_unused_accesses,
-            stale_before=iso(now - timedelta(days=config.cleanup_stale_days)),
-            low_importance=config.cleanup_low_importance,
+            unused_before=iso(now - timedelta(days=config.lifecycle.cleanup_unused_days)),
+            unused_accesses=config.lifecycle.cleanup_unused_accesses,
+            stale_before=iso(now - timedelta(days=config.lifecycle.cleanup_stale_days)),
+            low_importance=config.lifecycle.cleanup_low_importance,
         )
-        recent_since = iso(now - timedelta(days=config.keep_recent_days))
+        recent_since = iso(now - timedelta(days=config.lifecycle.keep_recent_days))
         chosen: list[CleanupRow] = []
         for row in rows:
             rule = _keep_rule(row, config, recent_since)
@@ -166,7 +166,7 @@ async def cleanup(
         dry_run=dry_run,
         applied=True,
         memories=count,
-        min_memories=config.cleanup_min_memories,
+        min_memories=config.lifecycle.cleanup_min_memories,
         candidate_count=len(chosen),
         candidates=[_candidate(r) for r in chosen[:limit]],
         archived=moved,
@@ -239,12 +239,14 @@ async def expire_sessions(store: Store, *, now: datetime | None = None) -> Expir
     await store.flush()  # accesses not yet written count towards promotion
     ended: list[ExpiredSession] = []
     async with store.transaction() as tx:
-        idle = await archive.idle_sessions(tx, iso(now - timedelta(minutes=config.session_idle_minutes)))
+        idle = await archive.idle_sessions(tx, iso(now - timedelta(minutes=config.lifecycle.session_idle_minutes)))
         for session_id, updated_at in idle:
             promoted: list[int] = []
             dropped: list[int] = []
             for seq, importance, accesses in await archive.working_memories(tx, session_id):
-                useful = importance >= config.promote_importance or accesses >= config.promote_accesses
+                useful = (
+                    importance >= config.lifecycle.promote_importance or accesses >= config.lifecycle.promote_accesses
+                )
                 (promoted if useful else dropped).append(seq)
             await archive.promote(tx, promoted)
             await archive.archive(tx, dict.fromkeys(dropped, f"session expired: {session_id}"), iso(now))

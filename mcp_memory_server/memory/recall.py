@@ -79,19 +79,19 @@ def score_candidates(
     """Stage 3: the weighted sum of SPEC 3.3 with its parts, sorted best first (stage 4)."""
     if not candidates:
         return []
-    w = config.weights
+    w = config.recall.weights
     best_raw = max(c.raw for c in candidates)
     max_access = max(c.row[14] for c in candidates)
-    decay = math.log(2) / config.half_life_days
+    decay = math.log(2) / config.recall.half_life_days
     scored: list[Scored] = []
     for cand in candidates:
         r = cand.row  # COLUMNS order: 3 category, 6 confidence, 13 last_accessed, 14 access_count
         keyword = cand.raw / best_raw if best_raw > 0 else 0.0
-        category = config.category_weight(r[3])
+        category = config.recall.category_weight(r[3])
         days = max(0.0, (now - datetime.fromisoformat(r[13])).total_seconds() / 86400)
         recency = math.exp(-decay * days)
         frequency = 0.5 if max_access <= 1 else math.log(r[14] + 1) / math.log(max_access + 1)
-        boost = config.topic_boost if topic_terms and _related(r, topic_terms) else 1.0
+        boost = config.recall.topic_boost if topic_terms and _related(r, topic_terms) else 1.0
         total = (
             w.keyword * keyword
             + w.category * category
@@ -120,7 +120,7 @@ async def recall(
     """Run all four stages and record the access of what is returned."""
     now = now or utcnow()
     tokens = await segment(store, query)
-    terms = keywords(tokens, config.max_keywords)
+    terms = keywords(tokens, config.recall.max_keywords)
     topic_terms: list[str] = []
     active: str | None = None  # a session recalled with is still going on
     if session_id is not None:
@@ -135,13 +135,13 @@ async def recall(
     stage: Stage = "fts"
     queries = [q for q in (keyword_query(t) for t in terms) if q is not None]
     # The characters of every content word, one-character words (住, 喝) included.
-    queries += char_queries([*terms, *tokens], config.char_weight)
+    queries += char_queries([*terms, *tokens], config.recall.char_weight)
     if not queries:
         return RecallResult(query=query, keywords=terms, stage="none", hits=[])
-    candidates = await store.search_index(queries, config.candidate_limit, category, tags)
+    candidates = await store.search_index(queries, config.recall.candidate_limit, category, tags)
     if not candidates and terms:
         stage = "like"
-        candidates = await store.search_like(terms, config.candidate_limit, category, tags)
+        candidates = await store.search_like(terms, config.recall.candidate_limit, category, tags)
     if not candidates:
         return RecallResult(query=query, keywords=terms, stage="none", hits=[])
 

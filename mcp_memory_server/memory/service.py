@@ -165,7 +165,7 @@ class MemoryService:
     async def prepare(self, draft: Draft) -> tuple[str, str]:
         """What `write` needs besides the draft, computed outside the transaction (segmentation
         may wait for jieba): the content's fingerprint and the full-text query for near-duplicates."""
-        keywords = await extract_keywords(self.store, draft.content, self.config.max_keywords)
+        keywords = await extract_keywords(self.store, draft.content, self.config.recall.max_keywords)
         return fingerprint(draft.content), fts_query(keywords)
 
     async def write(self, tx: Tx, draft: Draft, digest: str, near_match: str, now: datetime) -> RememberResult:
@@ -219,7 +219,7 @@ class MemoryService:
             if not compatible(cand):
                 continue
             score = similarity(cand.content, draft.content)
-            if score >= self.config.duplicate_threshold and (best is None or score > best[0]):
+            if score >= self.config.recall.duplicate_threshold and (best is None or score > best[0]):
                 best = (score, cand)
         if best is not None:
             score, near = best
@@ -263,8 +263,8 @@ class MemoryService:
         session_id: str | None = None,
         track_access: bool = True,
     ) -> RecallResult:
-        cleaned = validate.text(query, field="query", limit=self.config.max_query_chars)
-        limit = self.config.default_limit if limit is None else limit
+        cleaned = validate.text(query, field="query", limit=self.config.limits.max_query_chars)
+        limit = self.config.recall.default_limit if limit is None else limit
         if not 1 <= limit <= 50:
             raise InvalidInput(f"limit must be between 1 and 50, got {limit}.")
         return await recall(

@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import Field
 
 from ..config.config import Config
+from ..config.limits import MAX_TOPIC_CHARS, MAX_VARIABLES, MAX_VARIABLES_JSON
 from ..errors import InvalidInput, NotFound
 from ..models import Memory, Model, SessionState
 from ..store.rows import utcnow
@@ -24,10 +25,6 @@ from .service import MemoryService
 from .strategy import Choice, Emotion, Strategy, choose, strategy_table
 
 __all__ = ["MAX_TOPIC_CHARS", "MAX_VARIABLES", "SessionResult", "SessionView", "Sessions"]
-
-MAX_TOPIC_CHARS = 200
-MAX_VARIABLES = 50
-MAX_VARIABLES_JSON = 8000
 
 
 class SessionResult(Model):
@@ -72,7 +69,7 @@ class Sessions:
         self.service = service
         self.config: Config = service.config
         # Built (and checked) once: a bad configured row is an error at start, not at a turn.
-        self.table: Mapping[str, Strategy] = strategy_table(self.config.strategy_overrides)
+        self.table: Mapping[str, Strategy] = strategy_table(self.config.conversation.strategy_overrides)
 
     async def update(
         self,
@@ -114,6 +111,6 @@ class Sessions:
             )
         strategy = self.table.get(state.last_emotion or "neutral", self.table["neutral"])
         page = await self.service.list_memories(
-            session_id=state.session_id, limit=min(200, self.service.config.max_page)
+            session_id=state.session_id, limit=min(200, self.service.config.limits.max_page)
         )
         return SessionView(session=state, strategy=strategy, memories=page.items)

@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..config.config import Config
+from ..config.limits import MAX_EMOTION_CHARS
 from ..errors import InvalidInput
 from ..models import Model
 
@@ -47,7 +48,7 @@ class Emotion(BaseModel):
 
     primary: str = Field(
         min_length=1,
-        max_length=40,
+        max_length=MAX_EMOTION_CHARS,
         description=(
             "neutral, happy, excited, grateful, curious, sad, anxious, frustrated, confused, help_seeking, "
             "info_seeking or validation_seeking."
@@ -124,16 +125,16 @@ class Choice(Model):
 
 def choose(emotion: Emotion | None, config: Config, table: Mapping[str, Strategy] | None = None) -> Choice:
     """The strategy for a reported emotion; neutral when none, unknown, or not confident enough."""
-    rows = table if table is not None else strategy_table(config.strategy_overrides)
+    rows = table if table is not None else strategy_table(config.conversation.strategy_overrides)
     if emotion is None:
         return Choice(emotion="neutral", category="neutral", strategy=rows["neutral"], reason="no emotion reported")
     name = emotion.primary.strip().lower().replace("-", "_").replace(" ", "_")
     if name not in rows:
         reason = f"{emotion.primary!r} is not a known emotion; neutral strategy"
-    elif emotion.confidence < config.emotion_min_confidence:
+    elif emotion.confidence < config.conversation.emotion_min_confidence:
         reason = (
             f"{name} reported with confidence {emotion.confidence:.2f}, below "
-            f"{config.emotion_min_confidence:.2f}; neutral strategy"
+            f"{config.conversation.emotion_min_confidence:.2f}; neutral strategy"
         )
     else:
         category = CATEGORY_OF.get(name, "neutral")

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from typing import cast, get_args
 
 from ..config.config import Config
+from ..config.limits import MAX_KEY_CHARS, MAX_SESSION_CHARS
 from ..errors import InvalidInput, SecretRefused
 from ..models import CATEGORY_PATTERN, SOURCE_ALIASES, Draft, Source, Tier
 from ..text.redaction import describe, redact
@@ -32,8 +33,6 @@ __all__ = [
     "text",
 ]
 
-MAX_KEY_CHARS = 200
-MAX_SESSION_CHARS = 200
 log = logging.getLogger(__name__)
 
 _SEPARATORS = re.compile(r"[\s\-./]+")
@@ -120,12 +119,14 @@ def tags(values: Iterable[str] | None, config: Config) -> tuple[str, ...]:
         tag = " ".join(normalize(clean(raw)).lower().split())
         if not tag:
             continue
-        if len(tag) > config.max_tag_chars:
-            raise InvalidInput(f"tag {tag[:20]!r}... is {len(tag)} characters; the limit is {config.max_tag_chars}.")
+        if len(tag) > config.limits.max_tag_chars:
+            raise InvalidInput(
+                f"tag {tag[:20]!r}... is {len(tag)} characters; the limit is {config.limits.max_tag_chars}."
+            )
         if tag not in result:
             result.append(tag)
-    if len(result) > config.max_tags:
-        raise InvalidInput(f"{len(result)} tags given; the limit is {config.max_tags}.")
+    if len(result) > config.limits.max_tags:
+        raise InvalidInput(f"{len(result)} tags given; the limit is {config.limits.max_tags}.")
     return tuple(result)
 
 
@@ -142,13 +143,13 @@ def session_id(value: str | None) -> str | None:
 
 def batch(count: int, config: Config, what: str) -> None:
     """One call's ids or operations: at most `max_batch` (MCP_MEMORY_MAX_BATCH)."""
-    if count > config.max_batch:
-        raise InvalidInput(f"{count} {what} given; the limit is {config.max_batch} per call.")
+    if count > config.limits.max_batch:
+        raise InvalidInput(f"{count} {what} given; the limit is {config.limits.max_batch} per call.")
 
 
 def page(limit: int, config: Config) -> int:
-    if not 1 <= limit <= config.max_page:
-        raise InvalidInput(f"limit must be between 1 and {config.max_page}, got {limit}.")
+    if not 1 <= limit <= config.limits.max_page:
+        raise InvalidInput(f"limit must be between 1 and {config.limits.max_page}, got {limit}.")
     return limit
 
 
@@ -204,7 +205,7 @@ def draft(
     `screened` is what an earlier draft made of this content (its text and the kinds withheld),
     so that a draft made again inside a transaction does not screen the text there."""
     if screened is None:
-        screened = screen(text(content, field="content", limit=config.max_content_chars))
+        screened = screen(text(content, field="content", limit=config.limits.max_content_chars))
     cleaned, withheld = screened
     return Draft(
         content=cleaned,

@@ -22,6 +22,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError
 
 from ..argument_errors import problems
+from ..config.limits import MAX_PROFILE_TEXT_CHARS
 from ..errors import InvalidInput
 from ..memory.recall import extract_keywords
 from ..memory.validate import clean, screen
@@ -340,8 +341,8 @@ async def edit_profile(store: Store, field: str, action: Edit, text: str) -> Pro
     """A manual edit: add an item to a list field or remove one (by its text), or set the summary
     or the language preferences. Kept apart from the synthesis, so it survives every refresh."""
     text = " ".join(clean(text).split())  # control characters out, as from memories
-    if not text or len(text) > 500:
-        raise InvalidInput("text must be 1-500 characters.")
+    if not text or len(text) > MAX_PROFILE_TEXT_CHARS:
+        raise InvalidInput(f"text must be 1-{MAX_PROFILE_TEXT_CHARS} characters.")
     if action != "remove":  # secrets are withheld as from memories (a remove names a stored text)
         text, _ = screen(text)
     _, manual, _ = await _row(store)

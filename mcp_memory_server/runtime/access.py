@@ -25,8 +25,8 @@ from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequen
 from dataclasses import dataclass
 from typing import Any
 
+from ..config import parse_tokens
 from ..config.config import Config
-from ..config.settings import parse_tokens
 from ..errors import InvalidInput
 
 __all__ = [
@@ -97,9 +97,9 @@ class Access:
     def load(cls, config: Config) -> Access | None:
         """The tokens of the configuration and its tokens file; None when there are none (HTTP
         without authentication)."""
-        tokens = dict(config.tokens)
-        if config.tokens_file is not None:
-            path = config.tokens_file
+        tokens = dict(config.http.tokens)
+        if config.http.tokens_file is not None:
+            path = config.http.tokens_file
             try:
                 text = path.read_text(encoding="utf-8")
                 mode = path.stat().st_mode

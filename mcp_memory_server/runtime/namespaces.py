@@ -174,7 +174,7 @@ class Spaces:
             tasks.start_soon(_for, store.namespace, job, store)
 
     async def _maintain(self, store: Store) -> None:
-        await _maintain(store, self.config.maintenance_minutes)
+        await _maintain(store, self.config.lifecycle.maintenance_minutes)
 
     @property
     def namespaces(self) -> tuple[str, ...]:

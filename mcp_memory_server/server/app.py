@@ -225,7 +225,7 @@ def sampled_text(result: CreateMessageResult) -> str:
 async def ask_client(ctx: Ctx, sample: Sample) -> tuple[str | None, str | None]:
     """(answer, failure) from the client's model, asked over the session (before 2026-07-28),
     under the configured timeout; never raises for the client's refusal or silence."""
-    timeout = state(ctx).config.sampling_timeout_s
+    timeout = state(ctx).config.conversation.sampling_timeout_s
     try:
         with anyio.fail_after(timeout):
             result = await ctx.session.send_request(

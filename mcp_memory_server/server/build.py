@@ -41,7 +41,7 @@ def request_state_security(config: Config) -> RequestStateSecurity:
     profile's sampling) is sealed: under `MCP_MEMORY_STATE_KEYS`, which replicas share so that
     a round may reach another one, else a random key of this process; and bound to the request's
     namespace, so one token's state cannot be replayed under another."""
-    keys: list[str | bytes] = [*config.state_keys] or [os.urandom(32)]
+    keys: list[str | bytes] = [*config.http.state_keys] or [os.urandom(32)]
     return RequestStateSecurity(keys=keys, bind_principal=_namespace_principal)
 
 
@@ -56,10 +56,10 @@ def build_server(
     """A ready-to-run server; the database opens when it starts, jieba loads in the background.
     With `access` (HTTP with tokens) it serves the tokens' namespaces, each request in its own.
     `opened` receives the open namespaces while the server runs (the dashboard of HTTP mode).
-    `config.stateless_http` is for HTTP mode only: stdio is one session by nature."""
+    `config.http.stateless_http` is for HTTP mode only: stdio is one session by nature."""
     seg = segmenter or Segmenter(config.cache_dir)
     # Stateless HTTP: no handshake-era connection outlives its request (subscriptions, log levels).
-    stateless = config.stateless_http
+    stateless = config.http.stateless_http
     notifier = Notifier(config.namespace, stateless=stateless)
     relay = LogRelay(config.log_level, config.namespace, private=access is not None, stateless=stateless)
 
@@ -90,7 +90,7 @@ def build_server(
         instructions=prompts.INSTRUCTIONS,
         version=__version__,
         lifespan=lifespan,
-        log_level=config.log_level,  # type: ignore[arg-type]
+        log_level=config.log_level,
         middleware=[carry_state],
         subscriptions=notifier.bus,
         request_state_security=request_state_security(config),

@@ -33,7 +33,7 @@ def add_import_tools(server: MCPServer[Spaces], config: Config) -> None:
             str,
             Field(
                 min_length=1,
-                max_length=config.max_body_bytes,
+                max_length=config.limits.max_body_bytes,
                 description="The file's whole text (unpack a zip or gzip first).",
             ),
         ],

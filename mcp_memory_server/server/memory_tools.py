@@ -11,9 +11,9 @@ from mcp_types import ToolAnnotations
 from pydantic import Field, WithJsonSchema
 
 from ..config.config import Config
+from ..config.limits import MAX_CATEGORY_CHARS, MAX_ID_CHARS, MAX_KEY_CHARS, MAX_RECALL_HITS, MAX_SESSION_CHARS
 from ..memory import lifecycle
 from ..memory.change_ops import ApplyChangesResult, ChangeOp, apply_changes
-from ..memory.validate import MAX_KEY_CHARS, MAX_SESSION_CHARS
 from ..models import ForgetResult, RestoreResult
 from ..runtime.namespaces import Spaces
 from . import views
@@ -24,9 +24,10 @@ __all__ = ["add_memory_tools"]
 
 
 def add_memory_tools(server: MCPServer[Spaces], config: Config) -> None:
-    tag_item = Annotated[str, Field(min_length=1, max_length=config.max_tag_chars)]
+    tag_item = Annotated[str, Field(min_length=1, max_length=config.limits.max_tag_chars)]
     tags_filter = Annotated[
-        list[tag_item] | None, Field(max_length=config.max_tags, description="Only memories with all these tags.")
+        list[tag_item] | None,
+        Field(max_length=config.limits.max_tags, description="Only memories with all these tags."),
     ]
 
     @server.tool(
@@ -44,14 +45,14 @@ def add_memory_tools(server: MCPServer[Spaces], config: Config) -> None:
             str,
             Field(
                 min_length=1,
-                max_length=config.max_content_chars,
+                max_length=config.limits.max_content_chars,
                 description="One self-contained fact, in the user's language.",
             ),
         ],
         category: Annotated[
             str,
             Field(
-                max_length=40,
+                max_length=MAX_CATEGORY_CHARS,
                 description="lower_snake, e.g. identity, preference, decision, fact, todo, event.",
             ),
         ] = "fact",
@@ -64,7 +65,7 @@ def add_memory_tools(server: MCPServer[Spaces], config: Config) -> None:
         ] = None,
         importance: Annotated[float, Field(ge=0, le=1, description="0.9+ only for core facts.")] = 0.5,
         confidence: Annotated[float, Field(ge=0, le=1, description="How sure it is true.")] = 0.8,
-        tags: Annotated[list[tag_item], Field(max_length=config.max_tags, description="Short labels.")] = [],  # noqa: B006
+        tags: Annotated[list[tag_item], Field(max_length=config.limits.max_tags, description="Short labels.")] = [],  # noqa: B006
         source: Annotated[
             str, Field(max_length=20, description="user, assistant, both, system, manual or inferred.")
         ] = "user",
@@ -101,12 +102,12 @@ def add_memory_tools(server: MCPServer[Spaces], config: Config) -> None:
             str,
             Field(
                 min_length=1,
-                max_length=config.max_query_chars,
+                max_length=config.limits.max_query_chars,
                 description="Key words or the user's question, Chinese or English.",
             ),
         ],
-        limit: Annotated[int, Field(ge=1, le=50, description="Most hits.")] = config.default_limit,
-        category: Annotated[str | None, Field(max_length=40, description="Only this category.")] = None,
+        limit: Annotated[int, Field(ge=1, le=MAX_RECALL_HITS, description="Most hits.")] = config.recall.default_limit,
+        category: Annotated[str | None, Field(max_length=MAX_CATEGORY_CHARS, description="Only this category.")] = None,
         tags: tags_filter = None,
         session_id: Annotated[
             str | None, Field(max_length=MAX_SESSION_CHARS, description="Conversation id: favours its topic.")
@@ -124,8 +125,8 @@ def add_memory_tools(server: MCPServer[Spaces], config: Config) -> None:
     async def forget(
         ctx: Ctx,
         ids: Annotated[
-            list[Annotated[str, Field(max_length=40)]],
-            Field(min_length=1, max_length=config.max_batch, description="Memory ids, e.g. mem_12."),
+            list[Annotated[str, Field(max_length=MAX_ID_CHARS)]],
+            Field(min_length=1, max_length=config.limits.max_batch, description="Memory ids, e.g. mem_12."),
         ],
     ) -> ForgetResult:
         return await tool_call(state(ctx).service.forget(ids))
@@ -137,14 +138,16 @@ def add_memory_tools(server: MCPServer[Spaces], config: Config) -> None:
     )
     async def list_memories(
         ctx: Ctx,
-        category: Annotated[str | None, Field(max_length=40, description="Only this category.")] = None,
+        category: Annotated[str | None, Field(max_length=MAX_CATEGORY_CHARS, description="Only this category.")] = None,
         tier: Annotated[Literal["core", "working"] | None, Field(description="Only this tier.")] = None,
         tags: tags_filter = None,
         order_by: Annotated[
             Literal["updated", "created", "importance", "accessed"],
             Field(description="Sort by this, newest or highest first."),
         ] = "updated",
-        limit: Annotated[int, Field(ge=1, le=config.max_page, description="Page size.")] = min(20, config.max_page),
+        limit: Annotated[int, Field(ge=1, le=config.limits.max_page, description="Page size.")] = min(
+            20, config.limits.max_page
+        ),
         cursor: Annotated[str | None, Field(max_length=400, description="next_cursor of the previous page.")] = None,
         session_id: Annotated[
             str | None, Field(max_length=MAX_SESSION_CHARS, description="Only this conversation's.")
@@ -183,8 +186,8 @@ def add_memory_tools(server: MCPServer[Spaces], config: Config) -> None:
         ctx: Ctx,
         ops: Annotated[
             list[dict[str, Any]],
-            Field(min_length=1, max_length=config.max_batch, description="Operations, applied in order."),
-            WithJsonSchema({"type": "array", "items": op_schema, "minItems": 1, "maxItems": config.max_batch}),
+            Field(min_length=1, max_length=config.limits.max_batch, description="Operations, applied in order."),
+            WithJsonSchema({"type": "array", "items": op_schema, "minItems": 1, "maxItems": config.limits.max_batch}),
         ],
     ) -> ApplyChangesResult:
         return await tool_call(apply_changes(state(ctx).service, ops, client=client_name(ctx)))
@@ -214,8 +217,8 @@ def add_memory_tools(server: MCPServer[Spaces], config: Config) -> None:
     async def restore(
         ctx: Ctx,
         ids: Annotated[
-            list[Annotated[str, Field(max_length=40)]],
-            Field(min_length=1, max_length=config.max_batch, description="Archived memory ids."),
+            list[Annotated[str, Field(max_length=MAX_ID_CHARS)]],
+            Field(min_length=1, max_length=config.limits.max_batch, description="Archived memory ids."),
         ],
     ) -> RestoreResult:
         return await tool_call(lifecycle.restore(state(ctx).store, ids))

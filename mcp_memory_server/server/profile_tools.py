@@ -11,6 +11,7 @@ from mcp.server.mcpserver import MCPServer, Resolve
 from mcp_types import CreateMessageResult, ToolAnnotations
 from pydantic import Field
 
+from ..config.limits import MAX_SAMPLED_TOKENS
 from ..errors import InvalidInput
 from ..profile import profile as profiles
 from ..profile.profile import Profile
@@ -34,7 +35,6 @@ __all__ = ["add_profile_tools"]
 log = logging.getLogger(__name__)
 
 _SYSTEM = "You write a concise, grounded user profile from stored memories. Answer with JSON only."
-_MAX_TOKENS = 1500
 _GIVEN, _DETERMINISTIC, _IN_BODY = "given", "deterministic", "in body"
 
 
@@ -46,7 +46,7 @@ async def _synthesis_request(ctx: Ctx, profile: dict[str, Any] | None) -> Any:
     if not modern(ctx):
         return _IN_BODY
     prompt = prompt_set.synthesize_profile(await profiles.core_for_prompt(state(ctx).store))
-    return sample_request(_SYSTEM, prompt, _MAX_TOKENS)
+    return sample_request(_SYSTEM, prompt, MAX_SAMPLED_TOKENS)
 
 
 async def _refresh(ctx: Ctx, profile: dict[str, Any] | None, asked: Any) -> Profile:
@@ -59,7 +59,7 @@ async def _refresh(ctx: Ctx, profile: dict[str, Any] | None, asked: Any) -> Prof
         answer = sampled_text(asked)
     elif asked == _IN_BODY:
         prompt = prompt_set.synthesize_profile(await profiles.core_for_prompt(store))
-        answer, failure = await ask_client(ctx, sample_request(_SYSTEM, prompt, _MAX_TOKENS))
+        answer, failure = await ask_client(ctx, sample_request(_SYSTEM, prompt, MAX_SAMPLED_TOKENS))
         if failure:
             log.info("profile synthesis by the client's model failed (%s); synthesising it here", failure)
     if answer is not None:

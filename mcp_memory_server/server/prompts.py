@@ -28,7 +28,7 @@ _CORE = 200
 
 async def _related(ctx: Ctx, text: str, session_id: str | None = None) -> list[dict[str, Any]]:
     app = state(ctx)
-    query = text[: app.config.max_query_chars]
+    query = text[: app.config.limits.max_query_chars]
     if validate.is_blank(query):  # nothing to relate to (recall would refuse an empty query)
         return []
     found = await app.service.recall(query=query, limit=_RELATED, session_id=session_id, track_access=False)

@@ -55,7 +55,9 @@ def add_resources(server: MCPServer[Spaces]) -> None:
     )
     async def category_resource(category: str, ctx: Ctx) -> str:
         service = state(ctx).service
-        page = await resource_call(service.list_memories(category=category, limit=min(200, service.config.max_page)))
+        page = await resource_call(
+            service.list_memories(category=category, limit=min(200, service.config.limits.max_page))
+        )
         return page.model_dump_json(indent=2)
 
     @server.resource(

@@ -20,12 +20,11 @@ from mcp.server.mcpserver import MCPServer, Resolve, Sample
 from mcp_types import CreateMessageResult, ToolAnnotations
 from pydantic import Field
 
-from ..memory.sessions import MAX_TOPIC_CHARS, MAX_VARIABLES
+from ..config.limits import MAX_MESSAGE_CHARS, MAX_SAMPLED_TOKENS, MAX_SESSION_CHARS, MAX_TOPIC_CHARS, MAX_VARIABLES
 from ..memory.strategy import Emotion
-from ..memory.validate import MAX_SESSION_CHARS
 from ..memory.validate import session_id as validate_session_id
 from ..runtime.namespaces import Spaces
-from ..sieve.sieve import MAX_TOKENS, ExtractResult, Sieve
+from ..sieve.sieve import ExtractResult, Sieve
 from .app import (
     Ctx,
     ask_client,
@@ -45,7 +44,6 @@ __all__ = ["add_session_tools"]
 
 log = logging.getLogger(__name__)
 
-MAX_MESSAGE_CHARS = 20_000
 
 # What the resolver tells the tool body when it does not hand the SDK a sampling request.
 _SMALL_TALK, _UNSUPPORTED, _IN_BODY = "small talk", "unsupported", "in body"
@@ -53,7 +51,7 @@ _SMALL_TALK, _UNSUPPORTED, _IN_BODY = "small talk", "unsupported", "in body"
 
 async def _sample(sieve: Sieve, user_message: str, assistant_message: str) -> Sample:
     system, prompt = await sieve.sampling_prompt(user_message, assistant_message)
-    return sample_request(system, prompt, MAX_TOKENS)
+    return sample_request(system, prompt, MAX_SAMPLED_TOKENS)
 
 
 async def _deep_request(ctx: Ctx, user_message: str, assistant_message: str, session_id: str | None) -> Any:

@@ -58,14 +58,14 @@ def http_app(server: MCPServer[Spaces], config: Config, access: Access | None, o
     `GET /` leads a browser on: to the dashboard, or (without it) to a page naming /mcp."""
     app: Any = server.streamable_http_app(
         streamable_http_path="/mcp",
-        max_request_body_size=config.max_body_bytes,
-        transport_security=transport_security(config.allowed_hosts),
+        max_request_body_size=config.limits.max_body_bytes,
+        transport_security=transport_security(config.http.allowed_hosts),
         # Stateless: every POST is served on its own, answered on its own response stream (SSE, so
         # the request's progress and log messages still reach the client), and no request needs
         # the replica that served the one before; json_response stays off for that reason.
-        stateless_http=config.stateless_http,
+        stateless_http=config.http.stateless_http,
     )
-    if config.stateless_http:
+    if config.http.stateless_http:
         app = _NoListenStream(app)
     if opened is not None:
         from ..http import dashboard  # HTTP only: stdio does not load the dashboard's modules
@@ -133,7 +133,7 @@ async def serve_http(
     """Serve `http_app`; `ready` gets the base URL (`http://host:port`) once the socket listens.
     uvicorn logs through the standard logging setup (stderr), not its own default configuration,
     which would print access lines to stdout. Raises CannotListen when the address is taken."""
-    if config.stateless_http and not config.state_keys:
+    if config.http.stateless_http and not config.http.state_keys:
         log.warning(
             "stateless without MCP_MEMORY_STATE_KEYS: a 2026-07-28 call that asks the client's model (extract, "
             "refresh_profile) fails when its second round reaches another replica; give every replica the same key"

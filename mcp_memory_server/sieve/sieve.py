@@ -37,9 +37,8 @@ from ..text.redaction import describe, redact
 from .signals import detect_signals, forced_instruction, is_small_talk
 from .value import evaluate
 
-__all__ = ["MAX_TOKENS", "ExtractResult", "Prepared", "Sieve", "parse_answer"]
+__all__ = ["ExtractResult", "Prepared", "Sieve", "parse_answer"]
 
-MAX_TOKENS = 1500
 _MAX_ITEMS = 20
 _PREVIEW = 300
 _NOTE_PART = 400
@@ -119,7 +118,7 @@ class Sieve:
         """The profile (as stored: not re-synthesised here, so it cannot change between the rounds of
         one call) and the user's configured instructions, for the extraction prompt."""
         profile = await profiles.peek(self.service.store)
-        instructions = self.service.config.sieve_instructions
+        instructions = self.service.config.conversation.sieve_instructions
         if profile is None or profile.method == "none":
             return prompts.calibration(instructions=instructions)
         return prompts.calibration(

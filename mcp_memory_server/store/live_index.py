@@ -115,4 +115,4 @@ def _new_index(config: Config) -> Bm25Index:
     worker thread that builds the index, not when the server starts: `initialize` does not need it."""
     from ..index.bm25 import Bm25Index
 
-    return Bm25Index(config.bm25_k1, config.bm25_b, config.bm25_b_cjk)
+    return Bm25Index(config.recall.bm25_k1, config.recall.bm25_b, config.recall.bm25_b_cjk)

@@ -236,10 +236,10 @@ class Store:
                 ranked = index.search(
                     queries,
                     pool,
-                    feedback_docs=c.feedback_docs,
-                    feedback_terms=c.feedback_terms,
-                    feedback_weight=c.feedback_weight,
-                    coordination=c.coordination,
+                    feedback_docs=c.recall.feedback_docs,
+                    feedback_terms=c.recall.feedback_terms,
+                    feedback_weight=c.recall.feedback_weight,
+                    coordination=c.recall.coordination,
                 )
                 marks = ",".join("?" * len(ranked))
                 sql = (

@@ -273,7 +273,7 @@ def read_memory_jsonl(text: str, config: Config) -> list[Item]:
 
 def _at_most(items: Iterator[Item], config: Config) -> list[Item]:
     """The items, stopped with TooLarge at the first one past what an import takes."""
-    taken = list(itertools.islice(items, config.max_import_items + 1))
+    taken = list(itertools.islice(items, config.limits.max_import_items + 1))
     check_items(len(taken), config)
     return taken
 
@@ -319,7 +319,7 @@ def read_mem0(text: str, config: Config) -> tuple[list[Item], int]:
     except json.JSONDecodeError as exc:
         if exc.msg != "Extra data":
             raise ItemError(f"the file is not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}).") from None
-        numbered = itertools.islice(_lines(text), config.max_import_items + 1)  # OpenMemory's memories.jsonl
+        numbered = itertools.islice(_lines(text), config.limits.max_import_items + 1)  # OpenMemory's memories.jsonl
         rows = [(f"line {n}", value) for n, value in numbered]
         names, top = ({}, {}), None
     relations = _list(top.get("relations") if isinstance(top, dict) and "results" in top else None)

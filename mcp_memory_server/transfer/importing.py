@@ -199,8 +199,8 @@ async def _store(store: Store, checked: _Checked, progress: Progress | None, now
 
 def _tags(tags: Sequence[str], config: Config) -> list[str]:
     """Names and categories of other tools as tags: cut to the tag limits rather than refused."""
-    cut = [" ".join(normalize(t).split())[: config.max_tag_chars].strip() for t in tags]
-    return list(dict.fromkeys(t for t in cut if t))[: config.max_tags]
+    cut = [" ".join(normalize(t).split())[: config.limits.max_tag_chars].strip() for t in tags]
+    return list(dict.fromkeys(t for t in cut if t))[: config.limits.max_tags]
 
 
 def _check(items: Sequence[Item], config: Config) -> tuple[list[tuple[Item, Draft]], list[str]]:

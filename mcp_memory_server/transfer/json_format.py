@@ -24,9 +24,9 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from ..config.config import Config
+from ..config.limits import MAX_PROFILE_TEXT_CHARS, MAX_TOPIC_CHARS, MAX_VARIABLES, MAX_VARIABLES_JSON
 from ..errors import InvalidInput, SecretRefused
 from ..memory import validate
-from ..memory.sessions import MAX_TOPIC_CHARS, MAX_VARIABLES, MAX_VARIABLES_JSON
 from ..models import Draft
 from ..profile.profile import FIELDS
 from ..store.profile_scrub import PROFILE_KEY
@@ -286,7 +286,7 @@ class _Reader:
     def _content(self, item: Mapping[str, Any], where: str) -> str | None:
         """The text with its secrets withheld, or None when it is essentially a secret."""
         text = _get(item, "content", str, where)
-        limit = self.config.max_content_chars
+        limit = self.config.limits.max_content_chars
         cleaned = _check(where, "content", lambda: validate.text(text, field="content", limit=limit))
         try:
             screened, withheld = validate.screen(cleaned)
@@ -373,8 +373,8 @@ class _Reader:
 
         def text(raw: Any, where: str) -> str | None:
             words = " ".join(_typed(raw, str, where, "").split())
-            if not words or len(words) > 500:
-                raise InvalidInput(f"{where} must be 1-500 characters.")
+            if not words or len(words) > MAX_PROFILE_TEXT_CHARS:
+                raise InvalidInput(f"{where} must be 1-{MAX_PROFILE_TEXT_CHARS} characters.")
             try:
                 return validate.screen(words)[0]
             except SecretRefused:

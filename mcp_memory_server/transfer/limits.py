@@ -14,7 +14,7 @@ import zlib
 from collections.abc import Callable, Iterator
 
 from ..config.config import Config
-from ..config.settings import BODY_BYTES_PER_ITEM, UNPACK_RATIO
+from ..config.limits import BODY_BYTES_PER_ITEM, UNPACK_RATIO
 from ..errors import InvalidInput, TooLarge
 
 __all__ = ["check_items", "check_json_size", "decode", "lines", "too_large"]
@@ -26,9 +26,9 @@ _LINE = re.compile(f"([^{_BREAKS}]*)(\r\n|[{_BREAKS}]|\\Z)")
 
 def decode(packed: bytes, config: Config, name: str = "the file") -> str:
     """The text of a file: a zip (OpenMemory's export: its memories.json) or gzip unpacked first,
-    a MiB at a time and never past `config.max_unpacked_bytes` (TooLarge): a bomb stops there,
+    a MiB at a time and never past `config.limits.max_unpacked_bytes` (TooLarge): a bomb stops there,
     having cost no more memory than the limit."""
-    limit = config.max_unpacked_bytes
+    limit = config.limits.max_unpacked_bytes
     data: bytes | bytearray = packed
     try:
         if data.startswith(b"PK\x03\x04"):
@@ -64,14 +64,16 @@ def _read_at_most(read: Callable[[int], bytes], limit: int, config: Config, name
 
 
 def _unpacks_over(config: Config, name: str) -> TooLarge:
-    return too_large(config, f"{name} unpacks to over {config.max_unpacked_bytes:,} bytes", f"{UNPACK_RATIO} times")
+    return too_large(
+        config, f"{name} unpacks to over {config.limits.max_unpacked_bytes:,} bytes", f"{UNPACK_RATIO} times"
+    )
 
 
 def too_large(config: Config, what: str, rule: str) -> TooLarge:
     """The one message of every import limit: what was over which limit, and the setting that
     raises it (each limit follows MCP_MEMORY_MAX_BODY, see settings.UNPACK_RATIO)."""
     return TooLarge(
-        f"{what}, the most one import takes ({rule} MCP_MEMORY_MAX_BODY, now {config.max_body_bytes:,} bytes);"
+        f"{what}, the most one import takes ({rule} MCP_MEMORY_MAX_BODY, now {config.limits.max_body_bytes:,} bytes);"
         " nothing was imported. Raise MCP_MEMORY_MAX_BODY to import it whole."
     )
 
@@ -81,7 +83,7 @@ def check_json_size(text: str, config: Config) -> None:
     parsing, at the speed of str.count: every value but the outermost follows a comma, a colon or
     an opening bracket, and every key a comma or a brace, so their number bounds what the parser
     would build (those inside strings are counted too: a bound from above)."""
-    limit = config.max_import_values
+    limit = config.limits.max_import_values
     if len(text) > limit and sum(text.count(mark) for mark in ",:[{") > limit:
         raise too_large(
             config,
@@ -98,7 +100,9 @@ def lines(text: str) -> Iterator[str]:
 
 def check_items(count: int, config: Config) -> None:
     """TooLarge when a file holds more items than one import takes."""
-    if count > config.max_import_items:
+    if count > config.limits.max_import_items:
         raise too_large(
-            config, f"the file holds over {config.max_import_items:,} items", f"one per {BODY_BYTES_PER_ITEM} bytes of"
+            config,
+            f"the file holds over {config.limits.max_import_items:,} items",
+            f"one per {BODY_BYTES_PER_ITEM} bytes of",
         )

@@ -212,9 +212,9 @@ def truncate(text: str, limit: int, lang: Language) -> str:
 
 
 def _render(lines: Sequence[Entry], config: Config, full: bool) -> str:
-    lang = language((e.content for e in lines), config.markdown_language)
+    lang = language((e.content for e in lines), config.markdown.language)
     text = render_full(lines, lang)
-    return text if full else truncate(text, config.markdown_limit, lang)
+    return text if full else truncate(text, config.markdown.limit, lang)
 
 
 def render(memories: Iterable[Memory], config: Config, *, full: bool = False) -> str:
@@ -383,8 +383,8 @@ def check_markdown(text: str, config: Config, *, client: str | None, now: dateti
     """The items of a MEMORY.md file, each checked; InvalidInput naming the line of the first
     invalid one, TooLarge when there are more than an import takes. CPU work only: the importers
     run it outside the event loop."""
-    found = _parsed(text, now.astimezone(UTC).date(), config.max_content_chars)
-    parsed = list(itertools.islice(found, config.max_import_items + 1))
+    found = _parsed(text, now.astimezone(UTC).date(), config.limits.max_content_chars)
+    parsed = list(itertools.islice(found, config.limits.max_import_items + 1))
     check_items(len(parsed), config)
     drafts = []
     refused: list[int] = []
