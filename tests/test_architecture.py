@@ -209,3 +209,35 @@ def test_the_architecture_page_draws_the_house() -> None:
     assert drawn == ALLOWED
     for path in re.findall(r"`((?:\w+/)+\w+\.py)`", page):
         assert (PACKAGE / path).exists() or (PACKAGE.parent / path).exists(), path
+
+
+def _awaits(function: ast.AsyncFunctionDef) -> list[ast.Await]:
+    """The awaits of a function's own body (not of the functions defined inside it)."""
+    found: list[ast.Await] = []
+    pending: list[ast.AST] = list(function.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            continue
+        if isinstance(node, ast.Await):
+            found.append(node)
+        pending.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def test_each_tool_makes_one_service_call() -> None:
+    """A tool parses its arguments, awaits one service call (through `tool_call`, which turns the
+    service's errors into tool errors) and returns what it answered: no logic of its own."""
+    tools = {}
+    for path in sorted((PACKAGE / "server").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            is_tool = isinstance(node, ast.AsyncFunctionDef) and any(
+                isinstance(d, ast.Call) and isinstance(d.func, ast.Attribute) and d.func.attr == "tool"
+                for d in node.decorator_list
+            )
+            if is_tool:
+                assert isinstance(node, ast.AsyncFunctionDef)
+                tools[node.name] = [ast.unparse(a.value).split("(")[0] for a in _awaits(node)]
+    assert len(tools) >= 12, sorted(tools)
+    wrong = {name: awaited for name, awaited in tools.items() if awaited != ["tool_call"]}
+    assert not wrong, wrong
