@@ -4,11 +4,12 @@ stdio with its default settings.
 
     python -m benchmarks.stdio_transport [--memories 1000] [--calls 200] [--rounds 3] [--malformed]
 
-Each round starts one server per variant (in a new order each round) on its own copy of one
-database of `--memories` memories (LoCoMo and MemoryBank turns), then times: spawn until the
-`initialize` answer is read, `tools/list` round trips, `recall` round trips (LoCoMo questions and
-MemoryBank messages) and `remember` round trips (new turns). Percentiles are over every round's
-calls. `tools/list` is also weighed: compact JSON bytes of the result, and bytes / 4 as a rough
+Each round starts one server per variant, each on its own copy of one database of `--memories`
+memories (LoCoMo and MemoryBank turns), then times `tools/list`, `recall` (LoCoMo questions and
+MemoryBank messages) and `remember` (new turns) round trips, each call made of every server in
+turn so that the load of a shared machine falls on all variants alike; also spawn until the
+`initialize` answer is read. Percentiles are over every round's calls. `tools/list` is also
+weighed for each schema variant: compact JSON bytes of the result, and bytes / 4 as a rough
 token count.
 
 --malformed sends each malformed line of tests/test_stdio_malformed.py, then a line over the
@@ -28,6 +29,7 @@ import sys
 import tempfile
 import threading
 import time
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
@@ -91,40 +93,46 @@ def _server_cpu(marker: str) -> float:
     return float("nan")
 
 
-async def _timed(
-    client: Client, tool: str, calls: list[dict[str, Any]], marker: str, timings: dict[str, list[float]]
-) -> None:
-    """`calls` of `tool`, one at a time: each round trip, and the server's and this process's CPU
-    per call (the client's share is where it parses and validates results)."""
-    server, mine = _server_cpu(marker), time.process_time()
-    for arguments in calls:
-        t = time.perf_counter()
-        result = await client.call_tool(tool, arguments)
-        timings[tool].append(time.perf_counter() - t)
-        assert not result.is_error, result.content
-    timings[f"{tool}_server_cpu"].append((_server_cpu(marker) - server) / len(calls))
-    timings[f"{tool}_client_cpu"].append((time.process_time() - mine) / len(calls))
+class _Server:
+    """One variant's server and client, and what was measured of it."""
 
+    def __init__(self, transport: str, schemas: str, db: Path) -> None:
+        self.variant = (transport, schemas)
+        self.db = db
+        argv = _argv(transport, schemas, db)
+        self.params = StdioServerParameters(command=argv[0], args=argv[1:], env=_env(Path(segmenter_cache())))
+        self.times: dict[str, list[float]] = {}
 
-async def _session(
-    transport: str, schemas: str, db: Path, calls: int, fresh: list[str], timings: dict[str, list[float]]
-) -> None:
-    """One server, its timings appended to `timings`."""
-    argv = _argv(transport, schemas, db)
-    params = StdioServerParameters(command=argv[0], args=argv[1:], env=_env(Path(segmenter_cache())))
-    started = time.perf_counter()
-    async with Client(params) as client:
-        timings["spawn_initialize"].append(time.perf_counter() - started)
+    def add(self, name: str, value: float) -> None:
+        self.times.setdefault(name, []).append(value)
+
+    async def start(self, stack: AsyncExitStack) -> Client:
+        started = time.perf_counter()
+        client = await stack.enter_async_context(Client(self.params))
+        self.add("spawn_initialize", time.perf_counter() - started)
         await client.call_tool("recall", {"query": "warm up"})  # waits for the index the server builds
-        for query in _queries(20):  # jieba and the index are loaded and warm before anything is timed
+        for query in _queries(20):  # jieba and the index loaded and warm before anything is timed
             await client.call_tool("recall", {"query": query})
-        for _ in range(20):
-            t = time.perf_counter()
-            await client.list_tools()
-            timings["tools_list"].append(time.perf_counter() - t)
-        await _timed(client, "recall", [{"query": q} for q in _queries(calls)], str(db), timings)
-        remembered = [{"content": t[:2000], "category": "fact", "tags": [f"t{i}"]} for i, t in enumerate(fresh[:calls])]
-        await _timed(client, "remember", remembered, str(db), timings)
+        return client
+
+
+async def _interleaved(servers: list[tuple[_Server, Client]], name: str, calls: list[Any]) -> None:
+    """Each call made of every server in turn (the order rotating), so a busy moment of the
+    machine falls on all of them alike: the round trip, this process's CPU for it (where the
+    client parses and validates the result), and each server's CPU over all of its calls."""
+    cpu = [_server_cpu(str(server.db)) for server, _ in servers]
+    for i, arguments in enumerate(calls):
+        for server, client in servers[i % len(servers) :] + servers[: i % len(servers)]:
+            mine, t = time.process_time(), time.perf_counter()
+            if name == "tools/list":
+                await client.list_tools()
+            else:
+                result = await client.call_tool(name, arguments)
+                assert not result.is_error, result.content
+            server.add(name, time.perf_counter() - t)
+            server.add(f"{name} client CPU", time.process_time() - mine)
+    for (server, _), before in zip(servers, cpu, strict=True):
+        server.add(f"{name} server CPU", (_server_cpu(str(server.db)) - before) / len(calls))
 
 
 async def _tools_list_bytes(schemas: str, db: Path) -> tuple[int, dict[str, Any]]:
@@ -150,29 +158,45 @@ async def timings(args: argparse.Namespace) -> None:
         for schemas in ("lean", "pydantic-input", "pydantic-output", "pydantic"):
             size, _ = await _tools_list_bytes(schemas, Path(tmp) / f"list-{schemas}.db")
             print(f"tools/list, schemas {schemas}: {size:,} bytes, about {size // 4:,} tokens (bytes / 4)", flush=True)
-        keys = ("spawn_initialize", "tools_list", "recall", "remember")
-        cpu = tuple(f"{tool}_{side}_cpu" for tool in ("recall", "remember") for side in ("server", "client"))
-        pooled = {v: {k: list[float]() for k in keys + cpu} for v in VARIANTS}
-        per_round: dict[tuple[str, str], list[float]] = {v: [] for v in VARIANTS}
+        pooled: dict[tuple[str, str], dict[str, list[float]]] = {v: {} for v in VARIANTS}
         for round_no in range(args.rounds):
-            order = VARIANTS[round_no % len(VARIANTS) :] + VARIANTS[: round_no % len(VARIANTS)]
-            for variant in order:
+            servers = []
+            for variant in VARIANTS:
                 db = Path(tmp) / f"r{round_no}-{variant[0]}-{variant[1]}.db"
                 shutil.copy(base, db)
-                before = len(pooled[variant]["recall"])
-                await _session(*variant, db, args.calls, fresh, pooled[variant])
-                per_round[variant].append(_pct(pooled[variant]["recall"][before:], 0.5))
-                db.unlink()
-        print(f"{args.memories:,} memories, {args.calls} recalls and {args.calls} remembers a server, {args.rounds} rounds")
+                servers.append(_Server(*variant, db))
+            async with AsyncExitStack() as stack:
+                started = [(server, await server.start(stack)) for server in servers]
+                await _interleaved(started, "tools/list", [None] * 20)
+                await _interleaved(started, "recall", [{"query": q} for q in _queries(args.calls)])
+                remembered = [{"content": t[:2000], "category": "fact"} for t in fresh[: args.calls]]
+                await _interleaved(started, "remember", remembered)
+            for server in servers:
+                for name, values in server.times.items():
+                    pooled[server.variant].setdefault(name, []).extend(values)
+                round_p50 = _pct(server.times["recall"], 0.5)
+                pooled[server.variant].setdefault("recall p50 of the round", []).append(round_p50)
+                server.db.unlink()
+        print(
+            f"{args.memories:,} memories; {args.calls} recalls and remembers per server and round, {args.rounds} rounds"
+        )
         for variant, got in pooled.items():
-            rounds = ", ".join(f"{p:.2f}" for p in per_round[variant])
             print(f"transport {variant[0]}, schemas {variant[1]}:")
-            print(f"  {_line('recall', got['recall'])} (p50 of each round: {rounds})")
-            print(f"  {_line('remember', got['remember'])}")
-            print(f"  {_line('tools/list', got['tools_list'])}")
-            print(f"  {_line('spawn to initialize answered', got['spawn_initialize'])}")
-            for name in cpu:
-                print(f"  {name.replace('_', ' ')} per call: {sum(got[name]) / len(got[name]) * 1000:.2f} ms")
+            for name in ("recall", "remember", "tools/list"):
+                line = f"  {name} p50 {_pct(got[name], 0.5):.2f} / p95 {_pct(got[name], 0.95):.2f} ms"
+                line += f"; CPU per call: server {_mean(got[name + ' server CPU']):.2f} ms"
+                line += f", client {_mean(got[name + ' client CPU']):.2f} ms"
+                if name == "recall":
+                    line += (
+                        " (p50 of each round: " + ", ".join(f"{p:.2f}" for p in got["recall p50 of the round"]) + ")"
+                    )
+                print(line)
+            spawn = got["spawn_initialize"]
+            print(f"  spawn to initialize answered: p50 {_pct(spawn, 0.5):.0f} ms")
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values) * 1000 if values else float("nan")
 
 
 # ---- malformed lines ---------------------------------------------------------------------------
@@ -182,7 +206,9 @@ class _Pipe:
     """The server on pipes: raw lines in, JSON messages out (a reader thread)."""
 
     def __init__(self, argv: list[str], env: dict[str, str]) -> None:
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        self.proc = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+        )
         self.heard: queue.Queue[Any] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
         threading.Thread(target=lambda: self.proc.stderr and self.proc.stderr.read(), daemon=True).start()
