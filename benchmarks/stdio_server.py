@@ -1,7 +1,7 @@
 """The stdio server as `jiyi` serves it, with the two pieces `benchmarks.stdio_transport` weighs
 switchable (for the benchmark only; the product has no such switch):
 
-    python -m benchmarks.stdio_server --db PATH [--transport own|sdk] [--schemas lean|pydantic|...]
+    python -m benchmarks.stdio_server --db PATH [--transport own|sdk] [--schemas lean|...]
 
 --transport sdk    the SDK's stdio transport (`MCPServer.run_stdio_async`) instead of ours
 --schemas pydantic the schemas as the SDK and pydantic make them: input schemas not made lean
@@ -54,7 +54,7 @@ def main() -> None:
     config = Config.from_env(db_path=args.db)
     logging.basicConfig(level=config.log_level, stream=sys.stderr)
     server = build_server(config.with_changes(stateless_http=False))
-    anyio.run(serve_stdio if args.transport == "own" else type(server).run_stdio_async, server)
+    anyio.run(type(server).run_stdio_async if args.transport == "sdk" else serve_stdio, server)
 
 
 if __name__ == "__main__":
