@@ -1,5 +1,5 @@
 """Serving: streamable HTTP through uvicorn (with the dashboard at /ui), the dashboard alone, and
-stdio on the event loop itself."""
+stdio with a reply to every line that is not a message."""
 
 # No `from __future__ import annotations`, like the other modules that use the SDK's types.
 
