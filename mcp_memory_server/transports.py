@@ -202,7 +202,8 @@ async def serve_stdio(server: MCPServer[Spaces]) -> None:
     hold a line of any length whole and run a line of invalid UTF-8 with the bytes replaced
     (`python -m benchmarks.stdio_transport --malformed`). Lines are read and written in worker
     threads, as the SDK's transport does: reading the pipes on the event loop instead saved some
-    server CPU per call but no round-trip time (BENCHMARKS.md, "stdio transport").
+    server CPU per call but no round-trip time (BENCHMARKS.md, "stdio transport and tool
+    schemas").
 
     While serving, fd 0 reads /dev/null and fd 1 writes to stderr, as in the SDK's transport, so
     a stray print or a child process cannot corrupt the protocol stream. Windows gets the SDK's
