@@ -122,7 +122,10 @@ class MemoryServer(MCPServer[Spaces]):
         """Input schemas as a model needs them: no titles pydantic makes from argument names
         ("Session Id" for session_id), an optional argument as its type alone (not "that type or
         null, default null": leaving it out means the same, and the tool still takes a null),
-        nested models in place. Every client shows the names itself; every model reads these."""
+        nested models in place. Every client shows the names itself; every model reads these:
+        2.3 KB less of tools/list than the SDK's schemas (BENCHMARKS.md, "stdio transport and tool
+        schemas"). The SDK builds the argument models itself, with no way to pass pydantic a
+        schema generator, so the schemas are made lean here."""
         tools = await super().list_tools()
         return [t.model_copy(update={"input_schema": lean_input_schema(t.input_schema)}) for t in tools]
 

@@ -1,14 +1,12 @@
 """Serving: streamable HTTP through uvicorn (with the dashboard at /ui), the dashboard alone, and
-stdio on the event loop itself."""
+stdio with a reply to every line that is not a message."""
 
 # No `from __future__ import annotations`, like the other modules that use the SDK's types.
 
-import asyncio
 import errno
 import logging
 import os
 import socket
-import stat
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import suppress
@@ -199,25 +197,21 @@ async def _serve(app: Any, host: str, port: int, ready: Callable[[str], None] | 
 async def serve_stdio(server: MCPServer[Spaces]) -> None:
     """MCP over stdin/stdout, one JSON-RPC message per line. A line that is not a message gets
     the JSON-RPC error reply (-32700 when it is not JSON, -32600 when it is JSON but not a
-    message, or longer than `MAX_LINE`), is logged on stderr, and serving goes on; the SDK's
-    transport would drop it without a word, leaving the client to its own timeout.
+    message, or longer than `MAX_LINE`), is logged on stderr, and serving goes on. The SDK's
+    transport would drop it without a word, leaving the client to its own timeout; it would also
+    hold a line of any length whole and run a line of invalid UTF-8 with the bytes replaced
+    (`python -m benchmarks.stdio_transport --malformed`). Lines are read and written in worker
+    threads, as the SDK's transport does: reading the pipes on the event loop instead saved some
+    server CPU per call but no round-trip time (BENCHMARKS.md, "stdio transport and tool
+    schemas").
 
     While serving, fd 0 reads /dev/null and fd 1 writes to stderr, as in the SDK's transport, so
-    a stray print or a child process cannot corrupt the protocol stream. When stdin and stdout are
-    pipes or sockets (how MCP clients start a server) the event loop reads and writes them itself:
-    the SDK's transport hands every line to a worker thread, a thread wake-up and a wait for the
-    GIL each. A terminal or a file is read in a worker thread, with the same line handling.
-    Windows gets the SDK's transport."""
+    a stray print or a child process cannot corrupt the protocol stream. Windows gets the SDK's
+    transport."""
     if sys.platform == "win32":
         return await server.run_stdio_async()
     import fcntl  # not on Windows
 
-    modes = [os.fstat(fd).st_mode for fd in (0, 1)]  # Node's child processes get sockets
-    on_loop = all(stat.S_ISFIFO(m) or stat.S_ISSOCK(m) for m in modes)
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:  # another event loop than asyncio's
-        on_loop = False
     wire = (fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3), fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3))
     blocking = [os.get_blocking(fd) for fd in wire]
     reader: _Lines | None = None
@@ -225,33 +219,20 @@ async def serve_stdio(server: MCPServer[Spaces]) -> None:
         os.dup2(null := os.open(os.devnull, os.O_RDONLY), 0)
         os.close(null)
         os.dup2(2, 1)
-        if on_loop:
-            stream = asyncio.StreamReader()
-            pipe_in, _ = await loop.connect_read_pipe(
-                lambda: asyncio.StreamReaderProtocol(stream), os.fdopen(os.dup(wire[0]), "rb", buffering=0)
-            )
-            pipe_out, flow = await loop.connect_write_pipe(  # a reader's protocol: it can wait for close
-                lambda: asyncio.StreamReaderProtocol(asyncio.StreamReader()),
-                os.fdopen(os.dup(wire[1]), "wb", buffering=0),
-            )
-            writer: _LineWriter = _LoopWriter(asyncio.StreamWriter(pipe_out, flow, None, loop))
-            reader = _Lines(stream.read)
-        else:
-            for fd in wire:
-                os.set_blocking(fd, True)
-            writer = _ThreadWriter(wire[1])
-            reader = _Lines(_thread_reader(wire[0]))
-        # The SDK has no public way to run an MCPServer over other streams than its transports.
+        for fd in wire:
+            os.set_blocking(fd, True)
+        writer = _LineWriter(wire[1])
+        reader = _Lines(_thread_reader(wire[0]))
+        # The SDK runs an MCPServer only over its own transports (`run_stdio_async` and the HTTP
+        # apps take no streams); its session over other streams is the low-level server's `run`,
+        # which MCPServer keeps in a private attribute with no public accessor.
         lowlevel = server._lowlevel_server
         await lowlevel.run(_LineReader(reader, writer), writer, lowlevel.create_initialization_options())
-        await writer.finish()
-        if on_loop:
-            pipe_in.close()
     finally:
         for fd, dup in enumerate(wire):
             with suppress(OSError):
                 os.dup2(dup, fd)
-                os.set_blocking(fd, blocking[fd])  # the event loop made the pipe non-blocking
+                os.set_blocking(fd, blocking[fd])
             if fd == 0 and reader is not None and reader.reading:
                 continue  # a worker thread still waits on it: closed, the number could be reused under it
             os.close(dup)
@@ -320,46 +301,21 @@ class _Stream:
 
 
 class _LineWriter(_Stream):
-    """The SDK's write stream: each message one line on stdout."""
+    """The SDK's write stream: each message one line on stdout, written in a worker thread."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._lock = anyio.Lock()  # a line is written whole before the next one starts
 
     async def send(self, item: SessionMessage, /) -> None:
         if self.closed:
             raise anyio.ClosedResourceError
         line = item.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
         try:
-            await self._write(line.encode("utf-8", errors="replace"))
-        except (OSError, RuntimeError) as exc:  # the client closed its end
+            async with self._lock:
+                await anyio.to_thread.run_sync(_write_all, self._fd, line.encode("utf-8", errors="replace"))
+        except OSError as exc:  # the client closed its end
             raise anyio.BrokenResourceError from exc
-
-    async def _write(self, data: bytes) -> None:
-        raise NotImplementedError
-
-    async def finish(self) -> None:
-        """Everything written out; the stream closed."""
-
-
-class _LoopWriter(_LineWriter):
-    def __init__(self, writer: asyncio.StreamWriter) -> None:
-        self._writer = writer
-
-    async def _write(self, data: bytes) -> None:
-        self._writer.write(data)  # one call per line: lines never interleave
-        await self._writer.drain()
-
-    async def finish(self) -> None:
-        self._writer.close()
-        with suppress(OSError):  # the client may be gone
-            await self._writer.wait_closed()
-
-
-class _ThreadWriter(_LineWriter):
-    def __init__(self, fd: int) -> None:
-        self._fd = fd
-        self._lock = anyio.Lock()  # a line is written whole before the next one starts
-
-    async def _write(self, data: bytes) -> None:
-        async with self._lock:
-            await anyio.to_thread.run_sync(_write_all, self._fd, data)
 
 
 def _write_all(fd: int, data: bytes) -> None:
