@@ -1,5 +1,6 @@
 """What the store asks of a database backend, whichever it is: the embedded SQLite file
-(store/sqlite/backend.py, the default) or a PostgreSQL server (store/postgres/backend.py, chosen by a `postgresql://` URL).
+(store/sqlite/backend.py, the default) or a PostgreSQL server (store/postgres/backend.py, chosen
+by a `postgresql://` URL).
 
 The store and the modules that keep their own tables write their SQL once, in SQLite's dialect,
 against a `Conn`; PostgreSQL's connection rewrites each statement (store/postgres/translate.py). Where the two

@@ -30,7 +30,7 @@ from ..memory.sessions import MAX_TOPIC_CHARS, MAX_VARIABLES, MAX_VARIABLES_JSON
 from ..models import Draft
 from ..profile.profile import FIELDS
 from ..store.profile_scrub import PROFILE_KEY
-from ..store.rows import iso, parse_id
+from ..store.rows import SessionRow, iso, parse_id
 from ..text.tokens import fingerprint
 from .limits import check_items
 
@@ -109,17 +109,6 @@ class Record:
     access_count: int
     history: tuple[HistoryRow, ...]
     archived: tuple[str, str] | None  # (archived_at, archive_reason) for an archived memory
-
-
-@dataclass(frozen=True, slots=True)
-class SessionRow:
-    session_id: str
-    current_topic: str | None
-    context_variables: str  # a JSON object
-    turn_count: int
-    last_emotion: str | None
-    created_at: str
-    updated_at: str
 
 
 @dataclass(frozen=True)
