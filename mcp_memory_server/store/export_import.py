@@ -21,6 +21,7 @@ from .rows import (
     MemoryRow,
     SessionRow,
     columns,
+    memory_row,
     scalar,
     scalars,
 )
@@ -160,7 +161,7 @@ async def exported(tx: Tx) -> Exported:
         f"SELECT {SESSION_COLUMNS} FROM sessions WHERE namespace = ? ORDER BY session_id", (tx.namespace,)
     )
     return Exported(
-        memories=[MemoryRow._make(r) for r in live],
+        memories=[memory_row(r) for r in live],
         history=[HistoryRow._make(r) for r in history],
         archived=[ArchivedRow.of(r) for r in archived],
         archived_history=[HistoryRow._make(r) for r in archived_history],

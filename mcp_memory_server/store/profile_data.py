@@ -9,7 +9,7 @@ import json
 from collections.abc import Iterable
 
 from ..models import Memory
-from .rows import COLUMNS, MemoryRow, ProfileRow, columns, scalar, scalars
+from .rows import COLUMNS, ProfileRow, columns, memory_row, scalar, scalars
 from .tx import Tx
 
 __all__ = ["core_memories", "live_ids", "manual_edits", "profile", "save", "save_manual_edits"]
@@ -58,7 +58,7 @@ async def core_memories(tx: Tx, limit: int) -> list[Memory]:
         " AND category NOT IN ('profile', 'context') ORDER BY importance DESC, updated_at DESC, seq LIMIT ?",
         (tx.namespace, limit),
     )
-    return [MemoryRow._make(r).memory() for r in rows]
+    return [memory_row(r).memory() for r in rows]
 
 
 async def live_ids(tx: Tx, ids: Iterable[str]) -> set[str]:

@@ -5,11 +5,12 @@ clauses every listing and search applies."""
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from ..models import Memory, SessionState, Source, Tier
 from .backend import Conn
@@ -28,9 +29,11 @@ __all__ = [
     "Page",
     "ProfileRow",
     "SessionRow",
+    "columns",
     "filters",
     "iso",
     "memory_id",
+    "memory_row",
     "parse_id",
     "scalar",
     "scalars",
@@ -102,6 +105,12 @@ class MemoryRow(NamedTuple):
         )
 
 
+# A MemoryRow from the values of `SELECT {COLUMNS}` as the driver gives them. Without `_make`'s
+# length check, which costs as much again (a recall builds 50 of these): the select list is made
+# from the fields, so the lengths agree.
+memory_row = cast("Callable[[Iterable[Any]], MemoryRow]", functools.partial(tuple.__new__, MemoryRow))
+
+
 class ArchivedRow(NamedTuple):
     """An archived memory: its row as it was live, and when and why it was archived."""
 
@@ -113,7 +122,7 @@ class ArchivedRow(NamedTuple):
     def of(cls, row: Sequence[Any]) -> ArchivedRow:
         """From a row of `SELECT {COLUMNS}, archived_at, archive_reason`."""
         width = len(MemoryRow._fields)
-        return cls(MemoryRow._make(row[:width]), *row[width:])
+        return cls(memory_row(row[:width]), *row[width:])
 
 
 class HistoryRow(NamedTuple):

@@ -35,6 +35,7 @@ from .rows import (
     SessionRow,
     filters,
     iso,
+    memory_row,
     scalar,
     utcnow,
 )
@@ -402,11 +403,11 @@ _WIDTH = len(MemoryRow._fields)
 
 def _memory_and_extra(row: Sequence[Any]) -> tuple[MemoryRow, Any]:
     """A row of `SELECT {M_COLUMNS}, <one more value>`: the memory, and the value after it."""
-    return MemoryRow._make(row[:_WIDTH]), row[_WIDTH]
+    return memory_row(row[:_WIDTH]), row[_WIDTH]
 
 
 def _changes_and_memories(rows: Sequence[Sequence[Any]]) -> tuple[tuple[int, int], list[MemoryRow]]:
     """The rows of a search's `SELECT c.newest, c.oldest, m.*`: the change log's newest and oldest
     change numbers, and the memories found (none: one row of NULLs after the two numbers)."""
     newest, oldest = rows[0][0] or 0, rows[0][1] or 0
-    return (newest, oldest), [MemoryRow._make(r[2:]) for r in rows if r[2] is not None]
+    return (newest, oldest), [memory_row(r[2:]) for r in rows if r[2] is not None]

@@ -27,7 +27,7 @@ from .draft_values import (
 )
 from .postgres.translate import tsquery
 from .profile_scrub import scrub
-from .rows import BM25, COLUMNS, HISTORY_COLUMNS, M_COLUMNS, HistoryRow, MemoryRow, iso, scalar, scalars
+from .rows import BM25, COLUMNS, HISTORY_COLUMNS, M_COLUMNS, HistoryRow, iso, memory_row, scalar, scalars
 
 __all__ = ["CoreLine", "IndexFields", "Tx"]
 
@@ -108,13 +108,13 @@ class Tx:
         rows = await self._conn.execute_fetchall(
             f"SELECT {COLUMNS} FROM memories WHERE seq = ? AND +namespace = ?", (seq, self._ns)
         )
-        return next((MemoryRow._make(r).memory() for r in rows), None)
+        return next((memory_row(r).memory() for r in rows), None)
 
     async def by_key(self, key: str) -> Memory | None:
         rows = await self._conn.execute_fetchall(
             f"SELECT {COLUMNS} FROM memories WHERE namespace = ? AND key = ?", (self._ns, key)
         )
-        return next((MemoryRow._make(r).memory() for r in rows), None)
+        return next((memory_row(r).memory() for r in rows), None)
 
     async def taken_keys(self, keys: Sequence[str]) -> set[str]:
         """Those of `keys` that a memory already holds."""
@@ -144,7 +144,7 @@ class Tx:
             f"SELECT {COLUMNS} FROM memories WHERE namespace = ? AND category = ? AND content_hash = ?",
             (self._ns, category, content_hash),
         )
-        return [MemoryRow._make(r).memory() for r in rows]
+        return [memory_row(r).memory() for r in rows]
 
     async def similar_in_category(self, match: str, category: str, limit: int) -> list[Memory]:
         """Best full-text matches within one category: the near-duplicate candidates."""
@@ -160,13 +160,13 @@ class Tx:
                 " ORDER BY ts_rank(f.terms, to_tsquery('simple', ?)) DESC, m.seq LIMIT ?",
                 (query, self._ns, category, query, limit),
             )
-            return [MemoryRow._make(r).memory() for r in rows]
+            return [memory_row(r).memory() for r in rows]
         rows = await self._conn.execute_fetchall(
             f"SELECT {M_COLUMNS} FROM memory_fts JOIN memories m ON m.seq = memory_fts.rowid "
             f"WHERE memory_fts MATCH ? AND m.namespace = ? AND m.category = ? ORDER BY {BM25} LIMIT ?",
             (match, self._ns, category, limit),
         )
-        return [MemoryRow._make(r).memory() for r in rows]
+        return [memory_row(r).memory() for r in rows]
 
     async def insert(
         self, draft: Draft, content_hash: str, moment: datetime, *, created: datetime | None = None
@@ -193,7 +193,7 @@ class Tx:
             "INSERT INTO memory_fts (rowid, content, key, tags, category) VALUES (?, ?, ?, ?, ?)",
             (seq, *self._index_fields(normalized(draft.content), draft.key, draft.tags, draft.category)),
         )
-        return MemoryRow._make((seq, *values, written, written, now, 0)).memory()  # the row as written
+        return memory_row((seq, *values, written, written, now, 0)).memory()  # the row as written
 
     async def insert_many(self, drafts: Sequence[Draft], moment: datetime) -> list[int]:
         """Bulk insert; returns the new seqs in order.
