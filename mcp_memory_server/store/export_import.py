@@ -36,7 +36,7 @@ __all__ = [
     "exported",
     "held_hashes",
     "insert_imported",
-    "key_holders",
+    "key_holders_in_full",
     "present_memories",
     "taken_seqs",
     "top_seq",
@@ -196,7 +196,7 @@ async def held_hashes(tx: Tx, digests: Iterable[str]) -> set[str]:
     return set(found)
 
 
-async def key_holders(tx: Tx, keys: Iterable[str]) -> dict[str, KeyHolder]:
+async def key_holders_in_full(tx: Tx, keys: Iterable[str]) -> dict[str, KeyHolder]:
     """key -> the memory holding it here, of those of `keys` that are taken: the live one when
     both a live and an archived memory hold it."""
     rows = await tx._conn.execute_fetchall(

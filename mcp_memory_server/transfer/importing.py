@@ -245,7 +245,9 @@ async def _store_items(store: Store, checked: _Items, progress: Progress | None,
     present = 0
     async with store.transaction() as tx:
         held = await export_import.held_hashes(tx, {d for _, _, d in drafts})
-        holders = await export_import.key_holders(tx, {draft.key for _, draft, _ in drafts if draft.key is not None})
+        holders = await export_import.key_holders_in_full(
+            tx, {draft.key for _, draft, _ in drafts if draft.key is not None}
+        )
         in_file = {d for _, _, d in drafts}
         taken: set[str] = set()
         for number, (item, draft, digest) in enumerate(drafts, 1):

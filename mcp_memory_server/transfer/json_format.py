@@ -34,7 +34,7 @@ from ..store.rows import SessionRow, iso, parse_id
 from ..text.tokens import fingerprint
 from .limits import check_items
 
-__all__ = ["FORMAT", "VERSION", "Document", "HistoryRow", "Record", "SessionRow", "read"]
+__all__ = ["FORMAT", "VERSION", "Document", "EarlierValue", "Record", "SessionRow", "read"]
 
 # The export format's name, written into every file: it stays as the first files were written.
 FORMAT = "mcp-memory-server"
@@ -81,7 +81,7 @@ _TYPE_NAMES = {
 
 
 @dataclass(frozen=True, slots=True)
-class HistoryRow:
+class EarlierValue:
     """An earlier value of a memory, in the columns of memory_history (tags as JSON)."""
 
     content: str
@@ -107,7 +107,7 @@ class Record:
     updated_at: str
     last_accessed: str
     access_count: int
-    history: tuple[HistoryRow, ...]
+    history: tuple[EarlierValue, ...]
     archived: tuple[str, str] | None  # (archived_at, archive_reason) for an archived memory
 
 
@@ -345,7 +345,7 @@ class _Reader:
             **stamps,
         )
 
-    def _history(self, item: Any, where: str) -> HistoryRow | None:
+    def _history(self, item: Any, where: str) -> EarlierValue | None:
         fields = _fields(item, _HISTORY, _HISTORY, where)
         value = self._value(fields, where)
         reason = _word(fields["reason"], where, "reason") or ""
@@ -354,7 +354,7 @@ class _Reader:
         if content is None:
             return None
         tags = json.dumps(list(value.pop("tags")), ensure_ascii=False)
-        return HistoryRow(content=content, tags=tags, reason=reason, changed_at=changed_at, **value)
+        return EarlierValue(content=content, tags=tags, reason=reason, changed_at=changed_at, **value)
 
     def profile_edits(self, value: Any) -> dict[str, Any]:
         """Manual edits of the profile in edit_profile's shape; texts as edit_profile takes them."""
