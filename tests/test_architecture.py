@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import ast
 import importlib
+import inspect
 import re
+import typing
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import mcp_memory_server
 
@@ -164,24 +168,77 @@ def test_libraries_have_one_owner() -> None:
     assert not wrong, ", ".join(sorted(wrong))
 
 
-# Modules outside store/ that still hold SQL while it moves into the store's named operations.
-# The list is exact, so it can only shrink.
-SQL_NOT_YET_IN_THE_STORE = {
-    "memory/archive.py",
-    "profile/profile.py",
-    "transfer/importing.py",
-    "transfer/json_transfer.py",
-    "transfer/markdown.py",
-}
-
-
 def test_sql_is_spoken_only_by_the_store() -> None:
     speaking = {}
     for path in _modules():
         relative = path.relative_to(PACKAGE).as_posix()
         if not relative.startswith("store/") and (found := _sql_strings(path)):
             speaking[relative] = found
-    assert set(speaking) == SQL_NOT_YET_IN_THE_STORE, speaking
+    assert not speaking, speaking
+
+
+# What a database connection (aiosqlite's, sqlite3's, PostgreSQL's) reads rows with.
+_DRIVER_READS = {"execute", "executemany", "execute_fetchall", "fetchone", "fetchall", "fetchmany", "_conn"}
+
+
+def test_only_the_store_reads_database_rows() -> None:
+    """Rows come out of the store with names: nothing outside it calls a connection, so nothing
+    outside it holds a driver's row to read by position (r[14])."""
+    wrong = []
+    for path in _modules():
+        relative = path.relative_to(PACKAGE).as_posix()
+        if relative.startswith("store/"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr in _DRIVER_READS:
+                wrong.append(f"{relative}:{node.lineno} .{node.attr}")
+    assert not wrong, ", ".join(wrong)
+
+
+def _positional(hint: Any) -> list[str]:
+    """The parts of a type that would be read by position: Any, or a tuple of fixed places that
+    is not a NamedTuple. A dict's values are named by their keys; tuple[X, ...] is a sequence."""
+    if hint is Any:
+        return ["Any"]
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            return _positional(args[0])
+        return [repr(hint)]
+    if origin is dict:
+        return _positional(args[0])
+    return [part for arg in args for part in _positional(arg)]
+
+
+def _store_operations() -> Iterator[tuple[str, Callable[..., Any]]]:
+    """The store's operations for the rest of the package: the public methods of `Store` and
+    `Tx`, and the public functions of the store's modules that take a `Tx`."""
+    from mcp_memory_server.store.store import Store
+    from mcp_memory_server.store.tx import Tx
+
+    for cls in (Store, Tx):
+        for name, member in vars(cls).items():
+            if not name.startswith("_") and callable(member):
+                yield f"{cls.__name__}.{name}", member
+    for path in sorted((PACKAGE / "store").glob("*.py")):
+        module = importlib.import_module(f"{NAME}.store.{path.stem}")
+        for name in getattr(module, "__all__", []):
+            member = getattr(module, name)
+            if inspect.isfunction(member):
+                first = next(iter(inspect.signature(member).parameters.values()), None)
+                if first is not None and typing.get_type_hints(member).get(first.name) is Tx:
+                    yield f"{path.stem}.{name}", member
+
+
+def test_the_store_returns_rows_with_names() -> None:
+    operations = dict(_store_operations())
+    assert {"Store.search_index", "Tx.get", "archive.cleanup_rows", "export_import.exported"} <= set(operations)
+    wrong = {}
+    for name, operation in operations.items():
+        if found := _positional(typing.get_type_hints(operation).get("return")):
+            wrong[name] = found
+    assert not wrong, wrong
+    assert _positional(list[tuple[int, str]]) and _positional(Any) and not _positional(dict[str, Any])
 
 
 def test_the_sql_detector_sees_statements() -> None:

@@ -25,11 +25,11 @@ from mcp_types.jsonrpc import JSONRPCNotification, JSONRPCRequest
 
 from mcp_memory_server.config.config import Config
 from mcp_memory_server.errors import InvalidInput
-from mcp_memory_server.memory import archive
 from mcp_memory_server.memory.service import MemoryService
 from mcp_memory_server.memory.sessions import Sessions
 from mcp_memory_server.server.build import build_server
 from mcp_memory_server.server.notify import MARKDOWN, PROFILE, STATS
+from mcp_memory_server.store import archive
 from mcp_memory_server.store.changeset import Change, decode, encode
 from mcp_memory_server.text.segmenter import Segmenter
 

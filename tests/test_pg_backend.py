@@ -100,7 +100,7 @@ async def test_the_substring_fallback_and_near_duplicates_use_their_indexes(
         await service.import_memories([{"content": f"第 {n} 条笔记：常规内容 routine note"} for n in range(3000)])
         await service.remember(content="我最喜欢的乌龙茶是冻顶乌龙", category="preference")
         found = await store.search_like(["冻顶乌龙"], 5)
-        assert [c.row[1] for c in found] == ["我最喜欢的乌龙茶是冻顶乌龙"]
+        assert [c.row.content for c in found] == ["我最喜欢的乌龙茶是冻顶乌龙"]
         again = await service.remember(content="我最喜欢的乌龙茶是冻顶乌龙茶", category="preference")
         assert again.action == "merged"  # found through the GIN index, then judged near-identical
     with psycopg.connect(pg_db, autocommit=True) as conn:

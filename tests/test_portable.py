@@ -14,10 +14,10 @@ import pytest
 from mcp_memory_server.cli import commands as cli
 from mcp_memory_server.config.config import Config
 from mcp_memory_server.errors import InvalidInput
-from mcp_memory_server.memory import archive
 from mcp_memory_server.memory.lifecycle import restore
 from mcp_memory_server.memory.service import MemoryService
 from mcp_memory_server.profile.profile import edit_profile, get_profile
+from mcp_memory_server.store import archive
 from mcp_memory_server.store.rows import iso, utcnow
 from mcp_memory_server.store.store import Store
 from mcp_memory_server.text.segmenter import Segmenter

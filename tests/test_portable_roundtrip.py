@@ -6,6 +6,7 @@ forget, recall (access counts) and manual profile edits."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import tempfile
@@ -18,9 +19,9 @@ from hypothesis import strategies as st
 
 from mcp_memory_server.config.config import Config
 from mcp_memory_server.errors import InvalidInput
-from mcp_memory_server.memory import archive
 from mcp_memory_server.memory.service import MemoryService
 from mcp_memory_server.profile.profile import edit_profile
+from mcp_memory_server.store import archive
 from mcp_memory_server.store.profile_scrub import PROFILE_KEY
 from mcp_memory_server.store.rows import iso, parse_id, utcnow
 from mcp_memory_server.store.store import Store
@@ -68,8 +69,8 @@ scripts = st.tuples(st.lists(remember, min_size=3, max_size=8), st.lists(operati
 
 
 async def _live_ids(store: Store) -> list[str]:
-    async with store.reading() as tx:
-        return [f"mem_{r[0]}" for r in await tx.fetch("SELECT seq FROM memories ORDER BY seq")]
+    with contextlib.closing(sqlite3.connect(store.config.db_path)) as connection:  # what the store committed
+        return [f"mem_{seq}" for (seq,) in connection.execute("SELECT seq FROM memories ORDER BY seq")]
 
 
 async def _apply(service: MemoryService, op: tuple[Any, ...]) -> None:

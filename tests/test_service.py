@@ -192,7 +192,7 @@ async def test_searches_while_accesses_are_written_see_each_access_once(service:
     sees each access once: still pending, or in the row, never in neither nor in both."""
     await service.remember(content="Project Atlas 使用 PostgreSQL 数据库")
     [found] = await store.search_like(["atlas"], 5)
-    seq = found.row[0]
+    seq = found.row.seq
     for expected in range(1, 6):
         store.touch([seq], utcnow())
         seen: list[int] = []
@@ -205,8 +205,8 @@ async def test_searches_while_accesses_are_written_see_each_access_once(service:
         async with anyio.create_task_group() as group:
             group.start_soon(flush)
             while not done.is_set():
-                seen.append((await store.search_like(["数据库"], 5))[0].row[14])
-        seen.append((await store.search_like(["atlas"], 5))[0].row[14])
+                seen.append((await store.search_like(["数据库"], 5))[0].row.access_count)
+        seen.append((await store.search_like(["atlas"], 5))[0].row.access_count)
         assert set(seen) == {expected}, seen
 
 

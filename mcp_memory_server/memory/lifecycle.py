@@ -29,11 +29,12 @@ from ..models import (
     RestoreConflict,
     RestoreResult,
 )
+from ..store import archive
 from ..store import extraction_log as logbook
+from ..store.archive import CleanupRow
 from ..store.rows import iso, memory_id, parse_id, utcnow
 from ..store.store import Store
-from . import archive, validate
-from .archive import CleanupRow
+from . import validate
 
 __all__ = ["cleanup", "expire_sessions", "maintain", "restore"]
 
@@ -243,11 +244,12 @@ async def expire_sessions(store: Store, *, now: datetime | None = None) -> Expir
         for session_id, updated_at in idle:
             promoted: list[int] = []
             dropped: list[int] = []
-            for seq, importance, accesses in await archive.working_memories(tx, session_id):
+            for memory in await archive.working_memories(tx, session_id):
                 useful = (
-                    importance >= config.lifecycle.promote_importance or accesses >= config.lifecycle.promote_accesses
+                    memory.importance >= config.lifecycle.promote_importance
+                    or memory.access_count >= config.lifecycle.promote_accesses
                 )
-                (promoted if useful else dropped).append(seq)
+                (promoted if useful else dropped).append(memory.seq)
             await archive.promote(tx, promoted)
             await archive.archive(tx, dict.fromkeys(dropped, f"session expired: {session_id}"), iso(now))
             await archive.end_session(tx, session_id)

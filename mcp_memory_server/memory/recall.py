@@ -11,7 +11,7 @@ from typing import Any
 
 from ..config.config import Config
 from ..models import RecallResult, Stage
-from ..store.rows import Candidate, memory_id, utcnow
+from ..store.rows import Candidate, MemoryRow, memory_id, utcnow
 from ..store.store import Store
 from ..text.tokens import char_queries, keyword_query, keywords, normalize
 
@@ -35,16 +35,16 @@ class Scored:
         r = self.candidate.row
         keyword, category, recency, frequency, confidence, boost = self.parts
         return {
-            "id": memory_id(r[0]),
-            "content": r[1],
-            "key": r[2],
-            "category": r[3],
-            "importance": r[5],
-            "confidence": r[6],
-            "source": r[7],
-            "tags": json.loads(r[8]),
-            "created_at": r[11],
-            "updated_at": r[12],
+            "id": memory_id(r.seq),
+            "content": r.content,
+            "key": r.key,
+            "category": r.category,
+            "importance": r.importance,
+            "confidence": r.confidence,
+            "source": r.source,
+            "tags": json.loads(r.tags),
+            "created_at": r.created_at,
+            "updated_at": r.updated_at,
             "score": round(self.score, 4),
             "breakdown": {
                 "keyword": round(keyword, 4),
@@ -68,8 +68,8 @@ async def extract_keywords(store: Store, text: str, limit: int) -> list[str]:
     return keywords(await segment(store, text), limit)
 
 
-def _related(row: tuple[Any, ...], topic_terms: Sequence[str]) -> bool:
-    haystack = " ".join((row[1], row[2] or "", row[8])).lower()  # content, key, tags (JSON)
+def _related(row: MemoryRow, topic_terms: Sequence[str]) -> bool:
+    haystack = " ".join((row.content, row.key or "", row.tags)).lower()  # tags as their JSON text
     return any(term in haystack for term in topic_terms)
 
 
@@ -81,27 +81,27 @@ def score_candidates(
         return []
     w = config.recall.weights
     best_raw = max(c.raw for c in candidates)
-    max_access = max(c.row[14] for c in candidates)
+    max_access = max(c.row.access_count for c in candidates)
     decay = math.log(2) / config.recall.half_life_days
     scored: list[Scored] = []
     for cand in candidates:
-        r = cand.row  # COLUMNS order: 3 category, 6 confidence, 13 last_accessed, 14 access_count
+        r = cand.row
         keyword = cand.raw / best_raw if best_raw > 0 else 0.0
-        category = config.recall.category_weight(r[3])
-        days = max(0.0, (now - datetime.fromisoformat(r[13])).total_seconds() / 86400)
+        category = config.recall.category_weight(r.category)
+        days = max(0.0, (now - datetime.fromisoformat(r.last_accessed)).total_seconds() / 86400)
         recency = math.exp(-decay * days)
-        frequency = 0.5 if max_access <= 1 else math.log(r[14] + 1) / math.log(max_access + 1)
+        frequency = 0.5 if max_access <= 1 else math.log(r.access_count + 1) / math.log(max_access + 1)
         boost = config.recall.topic_boost if topic_terms and _related(r, topic_terms) else 1.0
         total = (
             w.keyword * keyword
             + w.category * category
             + w.recency * recency
             + w.frequency * frequency
-            + w.confidence * r[6]
+            + w.confidence * r.confidence
         ) * boost
-        scored.append(Scored(cand, total, (keyword, category, recency, frequency, r[6], boost)))
+        scored.append(Scored(cand, total, (keyword, category, recency, frequency, r.confidence, boost)))
     # Ties go to the most recently updated (ISO timestamps sort as text).
-    scored.sort(key=lambda s: (s.score, s.candidate.row[12]), reverse=True)
+    scored.sort(key=lambda s: (s.score, s.candidate.row.updated_at), reverse=True)
     return scored
 
 
@@ -147,7 +147,7 @@ async def recall(
 
     top = score_candidates(candidates, config, now, topic_terms)[:limit]
     if track_access:
-        store.touch([s.candidate.row[0] for s in top], now, active)
+        store.touch([s.candidate.row.seq for s in top], now, active)
     return RecallResult.model_validate(
         {"query": query, "keywords": terms, "stage": stage, "hits": [s.hit() for s in top]}
     )

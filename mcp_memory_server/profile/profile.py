@@ -27,8 +27,9 @@ from ..errors import InvalidInput
 from ..memory.recall import extract_keywords
 from ..memory.validate import clean, screen
 from ..models import Draft, Memory, Model, SharedModel
+from ..store import profile_data
 from ..store.profile_scrub import PROFILE_KEY
-from ..store.rows import COLUMNS, iso, row_to_memory, utcnow
+from ..store.rows import iso, utcnow
 from ..store.store import Store
 from ..store.tx import Tx
 from ..text.tokens import fingerprint
@@ -182,21 +183,16 @@ _SYNTHESIS_LIMIT = 500  # the most important core memories are enough, and keep 
 
 async def _core(store: Store) -> list[Memory]:
     async with store.reading() as tx:
-        rows = await tx.fetch(
-            f"SELECT {COLUMNS} FROM memories WHERE namespace = ? AND tier = 'core'"
-            " AND category NOT IN ('profile', 'context') ORDER BY importance DESC, updated_at DESC, seq LIMIT ?",
-            (tx.namespace, _SYNTHESIS_LIMIT),
-        )
-    return sorted((row_to_memory(r) for r in rows), key=lambda m: int(m.id[4:]))
+        memories = await profile_data.core_memories(tx, _SYNTHESIS_LIMIT)
+    return sorted(memories, key=lambda m: int(m.id[4:]))
 
 
 async def _row(store: Store) -> tuple[dict[str, Any] | None, dict[str, Any], bool]:
     async with store.reading() as tx:
-        rows = await tx.fetch("SELECT data, manual, stale FROM profile WHERE namespace = ?", (tx.namespace,))
-    if not rows:
+        row = await profile_data.profile(tx)
+    if row is None:
         return None, {}, True
-    data, manual, stale = rows[0]
-    return json.loads(data), json.loads(manual), bool(stale)
+    return json.loads(row.data), json.loads(row.manual), row.stale
 
 
 def _text(data: Mapping[str, Any]) -> str:
@@ -221,15 +217,12 @@ async def _save(store: Store, data: dict[str, Any], manual: Mapping[str, Any] | 
         elif existing.content != draft.content:
             memory = await tx.replace(int(existing.id[4:]), draft, fingerprint(draft.content), now, "updated")
             # No history for the profile's text: it would keep what forgotten memories said.
-            await tx.execute("DELETE FROM memory_history WHERE memory_seq = ?", (int(memory.id[4:]),))
+            await tx.drop_history(int(memory.id[4:]))
         else:
             memory = existing
         data = data | {"memory_id": memory.id, "synthesized_at": iso(now)}
-        await tx.execute(
-            "INSERT INTO profile (namespace, data, manual, stale, updated_at) VALUES (?, ?, ?, 0, ?)"
-            " ON CONFLICT (namespace) DO UPDATE SET data = excluded.data, manual = excluded.manual, stale = 0,"
-            " updated_at = excluded.updated_at",
-            (tx.namespace, json.dumps(data, ensure_ascii=False), json.dumps(manual, ensure_ascii=False), iso(now)),
+        await profile_data.save(
+            tx, json.dumps(data, ensure_ascii=False), json.dumps(manual, ensure_ascii=False), iso(now)
         )
 
 
@@ -279,12 +272,7 @@ async def _live_view(store: Store, data: dict[str, Any]) -> Profile:
         for s in item["sources"]
     }
     async with store.reading() as tx:
-        rows = await tx.fetch(
-            "SELECT 'mem_' || seq FROM memories WHERE namespace = ?"
-            " AND 'mem_' || seq IN (SELECT value FROM json_each(?))",
-            (tx.namespace, json.dumps(sorted(cited))),
-        )
-    live = {r[0] for r in rows}
+        live = await profile_data.live_ids(tx, cited)
 
     def clean(item: dict[str, Any]) -> dict[str, Any]:
         return item | {"sources": [s for s in item["sources"] if s in live]}
@@ -373,8 +361,8 @@ async def edit_profile(store: Store, field: str, action: Edit, text: str) -> Pro
 async def manual_edits(tx: Tx) -> dict[str, Any]:
     """The manual edits as `edit_profile` keeps them: {summary, language_preferences, added:
     {field: [texts]}, removed: {field: [texts]}}, each part only once it has been edited."""
-    rows = await tx.fetch("SELECT manual FROM profile WHERE namespace = ?", (tx.namespace,))
-    return json.loads(rows[0][0]) if rows else {}
+    edits = await profile_data.manual_edits(tx)
+    return json.loads(edits) if edits is not None else {}
 
 
 async def merge_manual(tx: Tx, edits: Mapping[str, Any], now: datetime) -> bool:
@@ -394,10 +382,8 @@ async def merge_manual(tx: Tx, edits: Mapping[str, Any], now: datetime) -> bool:
         return False
     # A profile not synthesised yet gets an empty one, stale: the next read synthesises it.
     empty = {"summary": _item(""), "language_preferences": _item(""), "method": "none"} | {f: [] for f in FIELDS}
-    await tx.execute(
-        "INSERT INTO profile (namespace, data, manual, stale, updated_at) VALUES (?, ?, ?, 1, ?)"
-        " ON CONFLICT (namespace) DO UPDATE SET manual = excluded.manual, stale = 1, updated_at = excluded.updated_at",
-        (tx.namespace, json.dumps(empty, ensure_ascii=False), json.dumps(merged, ensure_ascii=False), iso(now)),
+    await profile_data.save_manual_edits(
+        tx, json.dumps(merged, ensure_ascii=False), iso(now), empty=json.dumps(empty, ensure_ascii=False)
     )
     return True
 

@@ -15,12 +15,11 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from datetime import datetime
-from typing import Any
 
 import anyio
 
 from ..errors import MemoryServerError
-from .rows import iso
+from .rows import MemoryRow, iso
 
 __all__ = ["TOUCH_DELAY", "Accesses", "Write"]
 
@@ -131,9 +130,9 @@ class Accesses:
         """Held by a search from reading its rows until `with_pending` has been applied to them."""
         return self._gate.shared() if self._gate else nullcontext()
 
-    def with_pending(self, row: Sequence[Any]) -> tuple[Any, ...]:
-        """A memory row (in `COLUMNS` order) with this process's not-yet-written accesses added."""
-        extra = self._touches.get(row[0])
+    def with_pending(self, row: MemoryRow) -> MemoryRow:
+        """A memory row with this process's not-yet-written accesses added."""
+        extra = self._touches.get(row.seq)
         if not extra:
-            return tuple(row[:15])
-        return (*row[:13], self._moment, row[14] + extra)
+            return row
+        return row._replace(last_accessed=self._moment, access_count=row.access_count + extra)

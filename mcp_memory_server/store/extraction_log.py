@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal, NamedTuple
 
 from pydantic import Field
 
 from ..models import Model
-from .rows import iso
+from .rows import columns, iso, memory_id, scalar
 from .tx import Tx
 
 __all__ = [
@@ -92,25 +92,40 @@ class LogEntry(Model):
     updated_at: datetime
 
 
-def _row(r: Any) -> LogEntry:
-    preview = json.loads(r[6])
-    return LogEntry(
-        run=f"run_{r[0]}",
-        digest=r[2],
-        session_id=r[3],
-        client=r[4],
-        status=r[5],
-        user_preview=preview["user"],
-        assistant_preview=preview["assistant"],
-        fast=ChannelReport.model_validate_json(r[7]),
-        deep=ChannelReport.model_validate_json(r[8]),
-        fallback_note=f"mem_{r[9]}" if r[9] is not None else None,
-        created_at=datetime.fromisoformat(r[10]),
-        updated_at=datetime.fromisoformat(r[11]),
-    )
+class LogRow(NamedTuple):
+    """A row of extraction_log: the previews (`input`) and channel reports as JSON."""
+
+    seq: int
+    digest: str
+    session_id: str | None
+    client: str | None
+    status: Literal["pending", "done"]
+    input: str
+    fast: str
+    deep: str
+    note_seq: int | None
+    created_at: str
+    updated_at: str
+
+    def entry(self) -> LogEntry:
+        preview = json.loads(self.input)
+        return LogEntry(
+            run=f"run_{self.seq}",
+            digest=self.digest,
+            session_id=self.session_id,
+            client=self.client,
+            status=self.status,
+            user_preview=preview["user"],
+            assistant_preview=preview["assistant"],
+            fast=ChannelReport.model_validate_json(self.fast),
+            deep=ChannelReport.model_validate_json(self.deep),
+            fallback_note=memory_id(self.note_seq) if self.note_seq is not None else None,
+            created_at=datetime.fromisoformat(self.created_at),
+            updated_at=datetime.fromisoformat(self.updated_at),
+        )
 
 
-_COLUMNS = "seq, namespace, digest, session_id, client, status, input, fast, deep, note_seq, created_at, updated_at"
+_COLUMNS = columns(LogRow)
 
 
 async def insert(
@@ -127,26 +142,28 @@ async def insert(
 ) -> int:
     now = iso(moment)
     status = "pending" if deep.outcome == "pending" else "done"
-    rows = await tx.conn.execute_fetchall(
-        "INSERT INTO extraction_log (namespace, digest, session_id, client, status, input, fast, deep, note_seq,"
-        " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq",
-        (
-            tx.namespace,
-            digest,
-            session_id,
-            client,
-            status,
-            json.dumps({"user": previews[0], "assistant": previews[1]}, ensure_ascii=False),
-            fast.model_dump_json(),
-            deep.model_dump_json(),
-            note_seq,
-            now,
-            now,
-        ),
+    seq = int(
+        await scalar(
+            tx._conn,
+            "INSERT INTO extraction_log (namespace, digest, session_id, client, status, input, fast, deep, note_seq,"
+            " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq",
+            (
+                tx.namespace,
+                digest,
+                session_id,
+                client,
+                status,
+                json.dumps({"user": previews[0], "assistant": previews[1]}, ensure_ascii=False),
+                fast.model_dump_json(),
+                deep.model_dump_json(),
+                note_seq,
+                now,
+                now,
+            ),
+        )
     )
-    seq = int(next(iter(rows))[0])
     if seq % 100 == 0:
-        await tx.conn.execute(
+        await tx._conn.execute(
             "DELETE FROM extraction_log WHERE namespace = ? AND seq <= ?", (tx.namespace, seq - _KEEP)
         )
     return seq
@@ -154,27 +171,27 @@ async def insert(
 
 async def pending(tx: Tx, digest: str) -> LogEntry | None:
     """The newest run of this exchange still waiting for the client's model."""
-    rows = await tx.conn.execute_fetchall(
+    rows = await tx._conn.execute_fetchall(
         f"SELECT {_COLUMNS} FROM extraction_log WHERE namespace = ? AND digest = ? AND status = 'pending'"
         " ORDER BY seq DESC LIMIT 1",
         (tx.namespace, digest),
     )
-    return next((_row(r) for r in rows), None)
+    return next((LogRow._make(r).entry() for r in rows), None)
 
 
 async def settle(tx: Tx, run: str, deep: ChannelReport, moment: datetime) -> None:
     """Record the deep channel's outcome of a pending run."""
-    await tx.conn.execute(
+    await tx._conn.execute(
         "UPDATE extraction_log SET status = 'done', deep = ?, updated_at = ? WHERE namespace = ? AND seq = ?",
         (deep.model_dump_json(), iso(moment), tx.namespace, int(run.removeprefix("run_"))),
     )
 
 
 async def recent(tx: Tx, limit: int) -> list[LogEntry]:
-    rows = await tx.conn.execute_fetchall(
+    rows = await tx._conn.execute_fetchall(
         f"SELECT {_COLUMNS} FROM extraction_log WHERE namespace = ? ORDER BY seq DESC LIMIT ?", (tx.namespace, limit)
     )
-    return [_row(r) for r in rows]
+    return [LogRow._make(r).entry() for r in rows]
 
 
 async def settle_abandoned(tx: Tx, before: datetime, moment: datetime) -> int:
@@ -185,7 +202,7 @@ async def settle_abandoned(tx: Tx, before: datetime, moment: datetime) -> int:
         detail="The client's model never answered; the exchange is kept as the fallback note.",
         items=[],
     )
-    cursor = await tx.conn.execute(
+    cursor = await tx._conn.execute(
         "UPDATE extraction_log SET status = 'done', deep = ?, updated_at = ?"
         " WHERE namespace = ? AND status = 'pending' AND updated_at < ?",
         (report.model_dump_json(), iso(moment), tx.namespace, iso(before)),

@@ -13,6 +13,7 @@ import anyio.to_thread
 
 from ..config.config import Config
 from .backend import Conn
+from .rows import scalars
 
 if TYPE_CHECKING:
     from ..index.bm25 import Bm25Index
@@ -35,27 +36,22 @@ class LiveIndex:
         """The in-memory index, brought up to date with every change committed since it was read.
         `changes` is (newest, oldest) change number when the caller has just read them."""
         if changes is None:
-            row = next(
-                iter(
-                    await conn.execute_fetchall(
-                        "SELECT (SELECT max(change) FROM memory_changes), (SELECT min(change) FROM memory_changes)"
-                    )
-                )
-            )
-            changes = (row[0] or 0, row[1] or 0)
+            for newest, oldest in await conn.execute_fetchall(
+                "SELECT (SELECT max(change) FROM memory_changes), (SELECT min(change) FROM memory_changes)"
+            ):
+                changes = (newest or 0, oldest or 0)
+        assert changes is not None  # the statement reads one row
         newest, oldest = changes
         index = self.index
         changed: list[int] = []
         if index is not None and oldest > self.change + 1:
             index = None  # the log was pruned past what we have seen: start again
         elif index is not None and newest > self.change:
-            changed = [
-                r[0]
-                for r in await conn.execute_fetchall(
-                    "SELECT DISTINCT seq FROM memory_changes WHERE change > ? AND namespace = ?",
-                    (self.change, self._namespace),
-                )
-            ]
+            changed = await scalars(
+                conn,
+                "SELECT DISTINCT seq FROM memory_changes WHERE change > ? AND namespace = ?",
+                (self.change, self._namespace),
+            )
         if index is not None and index.needs_compaction(len(changed)):
             index = None  # rebuilding is cheaper, and gives compact postings again
         if index is None:
@@ -79,7 +75,7 @@ class LiveIndex:
                 f" WHERE +m.namespace = ? AND m.seq IN ({marks})",
                 (self._namespace, *chunk),
             )
-            current = {r[0]: f"{r[1]} {r[2]} {r[3]}" for r in rows}
+            current = {seq: f"{content} {key} {tags}" for seq, content, key, tags in rows}
             for seq in chunk:
                 if seq not in current:
                     index.remove(seq)
@@ -101,8 +97,8 @@ class LiveIndex:
             )
             if not rows:
                 break
-            items = [(r[0], f"{r[1]} {r[2]} {r[3]}") for r in rows]
-            last = items[-1][0]
+            items = [(seq, f"{content} {key} {tags}") for seq, content, key, tags in rows]
+            last, _ = items[-1]
             del rows
             await anyio.to_thread.run_sync(index.add_many, items)
             del items

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .backend import Conn
+from .rows import scalar, scalars
 
 __all__ = ["PROFILE_KEY", "scrub"]
 
@@ -31,19 +32,15 @@ def _clean(data: dict[str, Any], gone: set[str]) -> dict[str, Any]:
 async def scrub(conn: Conn, namespace: str, seqs: Sequence[int]) -> None:
     """Take memories `seqs` (deleted or archived in this transaction) out of the profile."""
     gone = {f"mem_{s}" for s in seqs}
-    rows = list(await conn.execute_fetchall("SELECT data FROM profile WHERE namespace = ?", (namespace,)))
-    if rows:
-        data = _clean(json.loads(rows[0][0]), gone)
+    stored = await scalar(conn, "SELECT data FROM profile WHERE namespace = ?", (namespace,))
+    if stored is not None:
+        data = _clean(json.loads(stored), gone)
         await conn.execute(
             "UPDATE profile SET data = ?, stale = 1 WHERE namespace = ?",
             (json.dumps(data, ensure_ascii=False), namespace),
         )
-    mirror = list(
-        await conn.execute_fetchall(
-            "SELECT seq FROM memories WHERE namespace = ? AND key = ?", (namespace, PROFILE_KEY)
-        )
-    )
-    for (seq,) in mirror:
+    mirror = await scalars(conn, "SELECT seq FROM memories WHERE namespace = ? AND key = ?", (namespace, PROFILE_KEY))
+    for seq in mirror:
         await conn.execute("DELETE FROM memory_history WHERE memory_seq = ?", (seq,))
         await conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (seq,))
         await conn.execute("DELETE FROM memories WHERE seq = ?", (seq,))

@@ -1,43 +1,44 @@
-"""Row mapping shared by the store and its transactions: column lists, ids, timestamps and the
-filter clauses every listing and search applies."""
+"""The rows the store reads, with names: one NamedTuple per row kind, its fields named and ordered
+as the columns of the SELECT that reads it (the column lists below are made from the fields), so
+that each kind is built in one place from the driver's row. Also ids, timestamps and the filter
+clauses every listing and search applies."""
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple, cast
 
-from ..models import Memory
+from ..models import Memory, SessionState, Source, Tier
+from .backend import Conn
 
 __all__ = [
     "BM25",
     "COLUMNS",
+    "HISTORY_COLUMNS",
     "M_COLUMNS",
     "ORDER_COLUMNS",
+    "SESSION_COLUMNS",
+    "ArchivedRow",
     "Candidate",
+    "HistoryRow",
+    "MemoryRow",
     "Page",
+    "ProfileRow",
+    "SessionRow",
+    "columns",
     "filters",
     "iso",
     "memory_id",
+    "memory_row",
     "parse_id",
-    "row_to_memory",
+    "scalar",
+    "scalars",
     "utcnow",
 ]
-
-COLUMNS = (
-    "seq, content, key, category, tier, importance, confidence, source, tags, session_id, client, "
-    "created_at, updated_at, last_accessed, access_count"
-)
-M_COLUMNS = ", ".join("m." + c.strip() for c in COLUMNS.split(","))
-BM25 = "bm25(memory_fts, 1.0, 1.0, 1.0, 0.5)"  # content, key, tags, category
-ORDER_COLUMNS = {
-    "updated": "updated_at",
-    "created": "created_at",
-    "importance": "importance",
-    "accessed": "last_accessed",
-}
 
 
 def utcnow() -> datetime:
@@ -60,37 +61,163 @@ def parse_id(text: str) -> int | None:
     return int(number)
 
 
-def row_to_memory(row: Sequence[Any]) -> Memory:
-    return Memory(
-        id=memory_id(row[0]),
-        content=row[1],
-        key=row[2],
-        category=row[3],
-        tier=row[4],
-        importance=row[5],
-        confidence=row[6],
-        source=row[7],
-        tags=json.loads(row[8]),
-        session_id=row[9],
-        client=row[10],
-        created_at=datetime.fromisoformat(row[11]),
-        updated_at=datetime.fromisoformat(row[12]),
-        last_accessed=datetime.fromisoformat(row[13]),
-        access_count=row[14],
-    )
+class MemoryRow(NamedTuple):
+    """A memory as stored: tags as JSON text, times as ISO 8601 text in UTC (they compare and sort
+    as text). Kept as the row: a recall scores 50 of these and builds models for 5."""
+
+    seq: int
+    content: str
+    key: str | None
+    category: str
+    tier: Tier  # the schema's CHECK, and the writes, keep these to the model's values
+    importance: float
+    confidence: float
+    source: Source
+    tags: str
+    session_id: str | None
+    client: str | None
+    created_at: str
+    updated_at: str
+    last_accessed: str
+    access_count: int
+
+    @property
+    def id(self) -> str:
+        return memory_id(self.seq)
+
+    def memory(self) -> Memory:
+        return Memory(
+            id=memory_id(self.seq),
+            content=self.content,
+            key=self.key,
+            category=self.category,
+            tier=self.tier,
+            importance=self.importance,
+            confidence=self.confidence,
+            source=self.source,
+            tags=json.loads(self.tags),
+            session_id=self.session_id,
+            client=self.client,
+            created_at=datetime.fromisoformat(self.created_at),
+            updated_at=datetime.fromisoformat(self.updated_at),
+            last_accessed=datetime.fromisoformat(self.last_accessed),
+            access_count=self.access_count,
+        )
+
+
+# A MemoryRow from the values of `SELECT {COLUMNS}` as the driver gives them. Without `_make`'s
+# length check, which costs as much again (a recall builds 50 of these): the select list is made
+# from the fields, so the lengths agree.
+memory_row = cast("Callable[[Iterable[Any]], MemoryRow]", functools.partial(tuple.__new__, MemoryRow))
+
+
+class ArchivedRow(NamedTuple):
+    """An archived memory: its row as it was live, and when and why it was archived."""
+
+    memory: MemoryRow
+    archived_at: str
+    archive_reason: str
+
+    @classmethod
+    def of(cls, row: Sequence[Any]) -> ArchivedRow:
+        """From a row of `SELECT {COLUMNS}, archived_at, archive_reason`."""
+        width = len(MemoryRow._fields)
+        return cls(memory_row(row[:width]), *row[width:])
+
+
+class HistoryRow(NamedTuple):
+    """An earlier value of a memory (memory_history and memory_history_archive are alike)."""
+
+    memory_seq: int
+    content: str
+    key: str | None
+    category: str
+    importance: float
+    confidence: float
+    tags: str  # JSON
+    source: str
+    reason: str
+    changed_at: str
+
+    def value(self) -> dict[str, Any]:
+        """The earlier value without its memory's seq, tags as a list: as `history` shows it."""
+        value = self._asdict()
+        del value["memory_seq"]
+        return value | {"tags": json.loads(self.tags)}
+
+
+class SessionRow(NamedTuple):
+    """A session's working state; its context variables as a JSON object's text."""
+
+    session_id: str
+    current_topic: str | None
+    context_variables: str
+    turn_count: int
+    last_emotion: str | None
+    created_at: str
+    updated_at: str
+
+    def state(self) -> SessionState:
+        return SessionState(
+            session_id=self.session_id,
+            current_topic=self.current_topic,
+            context_variables=json.loads(self.context_variables),
+            turn_count=self.turn_count,
+            last_emotion=self.last_emotion,
+            created_at=datetime.fromisoformat(self.created_at),
+            updated_at=datetime.fromisoformat(self.updated_at),
+        )
+
+
+class ProfileRow(NamedTuple):
+    """The stored profile of a namespace: the synthesised part and the manual edits, as JSON."""
+
+    data: str
+    manual: str
+    stale: bool
+
+
+def columns(kind: type[tuple[Any, ...]], alias: str = "") -> str:
+    """The select list of a row kind: its fields, in order, optionally qualified by a table alias."""
+    fields: tuple[str, ...] = kind._fields  # type: ignore[attr-defined]
+    return ", ".join(alias + name for name in fields)
+
+
+COLUMNS = columns(MemoryRow)
+M_COLUMNS = columns(MemoryRow, "m.")
+HISTORY_COLUMNS = columns(HistoryRow)
+SESSION_COLUMNS = columns(SessionRow)
+BM25 = "bm25(memory_fts, 1.0, 1.0, 1.0, 0.5)"  # content, key, tags, category
+ORDER_COLUMNS = {
+    "updated": "updated_at",
+    "created": "created_at",
+    "importance": "importance",
+    "accessed": "last_accessed",
+}
+
+
+async def scalar(conn: Conn, sql: str, args: Any = ()) -> Any:
+    """The one value a statement reads (a count, a maximum, a RETURNING seq); None without a row."""
+    for row in await conn.execute_fetchall(sql, args):
+        return row[0]
+    return None
+
+
+async def scalars(conn: Conn, sql: str, args: Any = ()) -> list[Any]:
+    """The values of a statement that reads one column."""
+    return [row[0] for row in await conn.execute_fetchall(sql, args)]
 
 
 @dataclass(frozen=True, slots=True)
 class Candidate:
-    """A memory row (in `COLUMNS` order) found by a search stage, with its raw stage score (higher
-    is better). Kept as the plain row: a recall scores 50 of these and builds models for 5."""
+    """A memory found by a search stage, with its raw stage score (higher is better)."""
 
-    row: tuple[Any, ...]
+    row: MemoryRow
     raw: float
 
     @property
     def id(self) -> str:
-        return memory_id(self.row[0])
+        return memory_id(self.row.seq)
 
 
 @dataclass(frozen=True)

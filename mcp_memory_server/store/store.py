@@ -25,7 +25,20 @@ from .access_counts import Accesses
 from .backend import CHANGES_CHANNEL, Backend, Conn
 from .changeset import Change, decode, encode, tell
 from .live_index import LiveIndex
-from .rows import M_COLUMNS, ORDER_COLUMNS, Candidate, Page, filters, iso, row_to_memory, utcnow
+from .rows import (
+    M_COLUMNS,
+    ORDER_COLUMNS,
+    SESSION_COLUMNS,
+    Candidate,
+    MemoryRow,
+    Page,
+    SessionRow,
+    filters,
+    iso,
+    memory_row,
+    scalar,
+    utcnow,
+)
 from .sqlite.backend import SqliteBackend
 from .tx import Tx
 
@@ -109,10 +122,7 @@ class Store:
         for version, name, statements in self._db.migrations:
             async with self._db.write() as conn:
                 # Another process may have applied it while we waited for the write lock.
-                row = await (
-                    await conn.execute("SELECT 1 FROM schema_migrations WHERE version = ?", (version,))
-                ).fetchone()
-                if row is not None:
+                if await scalar(conn, "SELECT 1 FROM schema_migrations WHERE version = ?", (version,)) is not None:
                     continue
                 for statement in statements:
                     await conn.execute(statement)
@@ -123,8 +133,8 @@ class Store:
 
     async def schema_version(self) -> int:
         async with self._read() as conn:
-            row = await (await conn.execute("SELECT max(version) FROM schema_migrations")).fetchone()
-        return int(row[0]) if row and row[0] is not None else 0
+            version = await scalar(conn, "SELECT max(version) FROM schema_migrations")
+        return int(version) if version is not None else 0
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Tx]:
@@ -168,14 +178,17 @@ class Store:
     async def _ensure_index(self) -> None:
         """Rebuild the full-text index when it was built by another version of `index_text`."""
         async with self._read() as conn:
-            row = await (await conn.execute("SELECT value FROM meta WHERE name = 'index_version'")).fetchone()
-        if row is None or row[0] != str(INDEX_VERSION):
+            built_by = await scalar(conn, "SELECT value FROM meta WHERE name = 'index_version'")
+        if built_by != str(INDEX_VERSION):
             async with self._db.write() as conn:
                 await conn.execute("DELETE FROM memory_fts")
                 rows = list(await conn.execute_fetchall("SELECT seq, content, key, tags, category FROM memories"))
                 await conn.executemany(
                     "INSERT INTO memory_fts (rowid, content, key, tags, category) VALUES (?, ?, ?, ?, ?)",
-                    [(r[0], *self._index_fields(r[1], r[2], json.loads(r[3]), r[4])) for r in rows],
+                    [
+                        (seq, *self._index_fields(content, key, json.loads(tags), category))
+                        for seq, content, key, tags, category in rows
+                    ],
                 )
                 await conn.execute(
                     "INSERT INTO meta VALUES ('index_version', ?)"
@@ -250,11 +263,13 @@ class Store:
                 )
                 params = (self.namespace, *(seq for seq, _ in ranked), *args)
                 peeked = self._db.peek(sql, params)
-                rows = peeked if peeked is not None else list(await conn.execute_fetchall(sql, params))
-                if (rows[0][0] or 0) == self._live.change:
+                changes, found_rows = _changes_and_memories(
+                    peeked if peeked is not None else list(await conn.execute_fetchall(sql, params))
+                )
+                if changes[0] == self._live.change:
                     break
-                index = await self._live.sync(conn, (rows[0][0] or 0, rows[0][1] or 0))
-            by_seq = {r[2]: self._accesses.with_pending(r[2:]) for r in rows if r[2] is not None}
+                index = await self._live.sync(conn, changes)
+            by_seq = {row.seq: self._accesses.with_pending(row) for row in found_rows}
         found = [Candidate(by_seq[seq], score) for seq, score in ranked if seq in by_seq]
         return found[:limit]
 
@@ -281,7 +296,10 @@ class Store:
                 f" AND ({' OR '.join(each)}) ORDER BY found DESC, m.updated_at DESC LIMIT ?",
                 (*patterns, self.namespace, *args, *patterns, limit),
             )
-            return [Candidate(self._accesses.with_pending(r), float(r[15]) / len(terms)) for r in rows]
+            return [
+                Candidate(self._accesses.with_pending(row), float(found) / len(terms))
+                for row, found in map(_memory_and_extra, rows)
+            ]
 
     async def list_page(
         self,
@@ -305,79 +323,59 @@ class Store:
             keyset = f" AND (m.{column} < ? OR (m.{column} = ? AND m.seq < ?))"
             keyset_args = [after[0], after[0], after[1]]
         async with self._read() as conn:
-            total_row = await (
-                await conn.execute(
-                    f"SELECT count(*) FROM memories m WHERE m.namespace = ?{where}", (self.namespace, *args)
-                )
-            ).fetchone()
+            total = await scalar(
+                conn, f"SELECT count(*) FROM memories m WHERE m.namespace = ?{where}", (self.namespace, *args)
+            )
             rows = await conn.execute_fetchall(
                 f"SELECT {M_COLUMNS}, m.{column} FROM memories m WHERE m.namespace = ?{where}{keyset} "
                 f"ORDER BY m.{column} DESC, m.seq DESC LIMIT ?",
                 (self.namespace, *args, *keyset_args, limit + 1),
             )
-        rows = list(rows)
-        more = len(rows) > limit
-        rows = rows[:limit]
-        last = (rows[-1][15], rows[-1][0]) if more and rows else None
-        return Page(total=int(total_row[0]) if total_row else 0, items=[row_to_memory(r) for r in rows], last=last)
+        page = [_memory_and_extra(r) for r in rows]
+        more = len(page) > limit
+        page = page[:limit]
+        last = (page[-1][1], page[-1][0].seq) if more and page else None  # the sort value and seq
+        return Page(total=int(total or 0), items=[row.memory() for row, _ in page], last=last)
 
     async def session(self, session_id: str) -> SessionState | None:
         async with self._read() as conn:
-            row = await (
-                await conn.execute(
-                    "SELECT session_id, current_topic, context_variables, turn_count, last_emotion, created_at,"
-                    " updated_at FROM sessions WHERE namespace = ? AND session_id = ?",
-                    (self.namespace, session_id),
-                )
-            ).fetchone()
-        if row is None:
-            return None
-        return SessionState(
-            session_id=row[0],
-            current_topic=row[1],
-            context_variables=json.loads(row[2]),
-            turn_count=row[3],
-            last_emotion=row[4],
-            created_at=datetime.fromisoformat(row[5]),
-            updated_at=datetime.fromisoformat(row[6]),
-        )
+            rows = await conn.execute_fetchall(
+                f"SELECT {SESSION_COLUMNS} FROM sessions WHERE namespace = ? AND session_id = ?",
+                (self.namespace, session_id),
+            )
+        return next((SessionRow._make(r).state() for r in rows), None)
 
     async def stats(self) -> Stats:
         ns = self.namespace
         async with self._read() as conn:
-            by_category: dict[str, int] = {
-                r[0]: r[1]
-                for r in await conn.execute_fetchall(
+            by_category: dict[str, int] = dict(  # category -> count
+                await conn.execute_fetchall(
                     "SELECT category, count(*) FROM memories WHERE namespace = ? GROUP BY category ORDER BY 2 DESC",
                     (ns,),
                 )
-            }
-            by_tier: dict[str, int] = {
-                r[0]: r[1]
-                for r in await conn.execute_fetchall(
+            )
+            by_tier: dict[str, int] = dict(  # tier -> count
+                await conn.execute_fetchall(
                     "SELECT tier, count(*) FROM memories WHERE namespace = ? GROUP BY tier", (ns,)
                 )
-            }
-            span = await (
-                await conn.execute("SELECT min(created_at), max(created_at) FROM memories WHERE namespace = ?", (ns,))
-            ).fetchone()
-            sessions = await (await conn.execute("SELECT count(*) FROM sessions WHERE namespace = ?", (ns,))).fetchone()
-            archived = await (
-                await conn.execute("SELECT count(*) FROM memory_archive WHERE namespace = ?", (ns,))
-            ).fetchone()
-            version = await (await conn.execute("SELECT max(version) FROM schema_migrations")).fetchone()
+            )
+            oldest = await scalar(conn, "SELECT min(created_at) FROM memories WHERE namespace = ?", (ns,))
+            newest = await scalar(conn, "SELECT max(created_at) FROM memories WHERE namespace = ?", (ns,))
+            sessions = await scalar(conn, "SELECT count(*) FROM sessions WHERE namespace = ?", (ns,))
+            archived = await scalar(conn, "SELECT count(*) FROM memory_archive WHERE namespace = ?", (ns,))
+            version = await scalar(conn, "SELECT max(version) FROM schema_migrations")
         size = await self._db.size()
         return Stats(
             total=sum(by_category.values()),
-            archived=int(archived[0]) if archived else 0,
+            archived=int(archived or 0),
             by_category=by_category,
             by_tier=by_tier,
-            sessions=int(sessions[0]) if sessions else 0,
+            sessions=int(sessions or 0),
             db_path=self._db.location(),
             db_bytes=size,
-            schema_version=int(version[0]) if version and version[0] is not None else 0,
-            oldest=datetime.fromisoformat(span[0]) if span and span[0] else None,
-            newest=datetime.fromisoformat(span[1]) if span and span[1] else None,
+            schema_version=int(version) if version is not None else 0,
+            oldest=datetime.fromisoformat(oldest) if oldest else None,
+            newest=datetime.fromisoformat(newest) if newest else None,
         )
 
     # ---- access tracking (store/access_counts.py) ----------------------------------------------------------
@@ -398,3 +396,18 @@ class Store:
                 await self._tx(conn).touch(counts, at, sessions)
         except self._db.errors as exc:
             raise StoreError(f"the write failed and was rolled back: {exc}") from exc
+
+
+_WIDTH = len(MemoryRow._fields)
+
+
+def _memory_and_extra(row: Sequence[Any]) -> tuple[MemoryRow, Any]:
+    """A row of `SELECT {M_COLUMNS}, <one more value>`: the memory, and the value after it."""
+    return memory_row(row[:_WIDTH]), row[_WIDTH]
+
+
+def _changes_and_memories(rows: Sequence[Sequence[Any]]) -> tuple[tuple[int, int], list[MemoryRow]]:
+    """The rows of a search's `SELECT c.newest, c.oldest, m.*`: the change log's newest and oldest
+    change numbers, and the memories found (none: one row of NULLs after the two numbers)."""
+    newest, oldest = rows[0][0] or 0, rows[0][1] or 0
+    return (newest, oldest), [memory_row(r[2:]) for r in rows if r[2] is not None]

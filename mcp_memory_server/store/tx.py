@@ -7,7 +7,7 @@ import asyncio
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import anyio
 
@@ -27,9 +27,9 @@ from .draft_values import (
 )
 from .postgres.translate import tsquery
 from .profile_scrub import scrub
-from .rows import BM25, COLUMNS, M_COLUMNS, iso, row_to_memory
+from .rows import BM25, COLUMNS, HISTORY_COLUMNS, M_COLUMNS, HistoryRow, iso, memory_row, scalar, scalars
 
-__all__ = ["IndexFields", "Tx"]
+__all__ = ["CoreLine", "IndexFields", "Tx"]
 
 # Memories the profile is synthesised from: writing one makes it stale (see profile/profile.py).
 PROFILE_CATEGORIES = frozenset({"identity", "preference", "skill", "user_preferences", "coding_style"})
@@ -39,8 +39,21 @@ _SEQS = "SELECT CAST(value AS BIGINT) FROM json_each(?)"  # the seqs of a JSON a
 _BATCH = 1000  # rows per multi-row INSERT: 17 parameters a row stays well below SQLite's 32,766
 
 
+class CoreLine(NamedTuple):
+    """A core memory as MEMORY.md lists it: its category, text and day of writing (YYYY-MM-DD)."""
+
+    category: str
+    content: str
+    day: str
+
+
 class Tx:
-    """Statements inside one open transaction; obtained from `Store.transaction()`."""
+    """Statements inside one open transaction; obtained from `Store.transaction()`.
+
+    Its methods, and the functions of the store's modules that take a `Tx` (store/archive.py,
+    store/export_import.py, store/profile_data.py, store/extraction_log.py), are the named
+    operations the rest of the package calls; those modules run their statements on `_conn`,
+    which nothing outside the store touches."""
 
     def __init__(self, conn: Conn, namespace: str, index_fields: IndexFields, *, postgres: bool = False) -> None:
         self._conn = conn
@@ -55,22 +68,8 @@ class Tx:
         return self._noted.change()
 
     @property
-    def conn(self) -> Conn:
-        """The connection, for the modules that keep their own tables (the extraction log)."""
-        return self._conn
-
-    # ---- for statements kept in their own modules (memory/archive.py) ---------------------------------
-
-    @property
     def namespace(self) -> str:
         return self._ns
-
-    async def fetch(self, sql: str, args: Iterable[Any] = ()) -> list[tuple[Any, ...]]:
-        """Rows of one statement; `args` a sequence for ? or a mapping for :name parameters."""
-        return [tuple(r) for r in await self._conn.execute_fetchall(sql, args)]
-
-    async def execute(self, sql: str, args: Iterable[Any] = ()) -> None:
-        await self._conn.execute(sql, args)
 
     def index_row(self, content: str, key: str | None, tags: Iterable[str], category: str) -> tuple[str, ...]:
         """The four full-text columns of a memory, as `insert` writes them."""
@@ -80,14 +79,16 @@ class Tx:
         """Record memories that appeared, changed or went away, for every process's index and
         for this process's change listeners (archived ones count as gone, live ones as appeared)."""
         await self._log(seqs)
-        rows = await self._conn.execute_fetchall(
-            f"SELECT seq, category, session_id, 0 FROM memories WHERE seq IN ({_SEQS})"
-            f" UNION ALL SELECT seq, category, session_id, 1 FROM memory_archive WHERE seq IN ({_SEQS})",
-            (json.dumps(list(seqs)),) * 2,
+        rows = list(
+            await self._conn.execute_fetchall(
+                f"SELECT seq, category, session_id, 0 FROM memories WHERE seq IN ({_SEQS})"
+                f" UNION ALL SELECT seq, category, session_id, 1 FROM memory_archive WHERE seq IN ({_SEQS})",
+                (json.dumps(list(seqs)),) * 2,
+            )
         )
-        self._noted.rows(r[:3] for r in rows)
+        self._noted.rows((seq, category, session_id) for seq, category, session_id, _ in rows)
         self._noted.listing = True
-        self._noted.removed |= any(r[3] for r in rows)
+        self._noted.removed |= any(archived for _, _, _, archived in rows)
 
     def log_session(self, session_id: str) -> None:
         """Record that a session's working memory changed or ended, for the change listeners."""
@@ -107,39 +108,43 @@ class Tx:
         rows = await self._conn.execute_fetchall(
             f"SELECT {COLUMNS} FROM memories WHERE seq = ? AND +namespace = ?", (seq, self._ns)
         )
-        return next((row_to_memory(r) for r in rows), None)
+        return next((memory_row(r).memory() for r in rows), None)
 
     async def by_key(self, key: str) -> Memory | None:
         rows = await self._conn.execute_fetchall(
             f"SELECT {COLUMNS} FROM memories WHERE namespace = ? AND key = ?", (self._ns, key)
         )
-        return next((row_to_memory(r) for r in rows), None)
+        return next((memory_row(r).memory() for r in rows), None)
 
     async def taken_keys(self, keys: Sequence[str]) -> set[str]:
         """Those of `keys` that a memory already holds."""
         if not keys:
             return set()
-        rows = await self._conn.execute_fetchall(
-            "SELECT key FROM memories WHERE namespace = ? AND key IN (SELECT value FROM json_each(?))",
-            (self._ns, json.dumps(list(keys), ensure_ascii=False)),
+        return set(
+            await scalars(
+                self._conn,
+                "SELECT key FROM memories WHERE namespace = ? AND key IN (SELECT value FROM json_each(?))",
+                (self._ns, json.dumps(list(keys), ensure_ascii=False)),
+            )
         )
-        return {r[0] for r in rows}
 
     async def hashes(self, digests: Sequence[str]) -> set[str]:
         """Those of `digests` that some memory's content has, whatever its category."""
-        rows = await self._conn.execute_fetchall(
-            "SELECT DISTINCT content_hash FROM memories WHERE namespace = ?"
-            " AND content_hash IN (SELECT value FROM json_each(?))",
-            (self._ns, json.dumps(list(digests))),
+        return set(
+            await scalars(
+                self._conn,
+                "SELECT DISTINCT content_hash FROM memories WHERE namespace = ?"
+                " AND content_hash IN (SELECT value FROM json_each(?))",
+                (self._ns, json.dumps(list(digests))),
+            )
         )
-        return {r[0] for r in rows}
 
     async def by_hash(self, category: str, content_hash: str) -> list[Memory]:
         rows = await self._conn.execute_fetchall(
             f"SELECT {COLUMNS} FROM memories WHERE namespace = ? AND category = ? AND content_hash = ?",
             (self._ns, category, content_hash),
         )
-        return [row_to_memory(r) for r in rows]
+        return [memory_row(r).memory() for r in rows]
 
     async def similar_in_category(self, match: str, category: str, limit: int) -> list[Memory]:
         """Best full-text matches within one category: the near-duplicate candidates."""
@@ -155,13 +160,13 @@ class Tx:
                 " ORDER BY ts_rank(f.terms, to_tsquery('simple', ?)) DESC, m.seq LIMIT ?",
                 (query, self._ns, category, query, limit),
             )
-            return [row_to_memory(r) for r in rows]
+            return [memory_row(r).memory() for r in rows]
         rows = await self._conn.execute_fetchall(
             f"SELECT {M_COLUMNS} FROM memory_fts JOIN memories m ON m.seq = memory_fts.rowid "
             f"WHERE memory_fts MATCH ? AND m.namespace = ? AND m.category = ? ORDER BY {BM25} LIMIT ?",
             (match, self._ns, category, limit),
         )
-        return [row_to_memory(r) for r in rows]
+        return [memory_row(r).memory() for r in rows]
 
     async def insert(
         self, draft: Draft, content_hash: str, moment: datetime, *, created: datetime | None = None
@@ -171,12 +176,14 @@ class Tx:
         now = iso(moment)
         written = iso(created) if created is not None else now
         values = draft_values(draft)
-        rows = await self._conn.execute_fetchall(
-            f"INSERT INTO memories (namespace, {DRAFT_COLUMNS}, content_hash, created_at, updated_at, last_accessed,"
-            " access_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0) RETURNING seq",
-            (self._ns, *values, content_hash, written, written, now),
+        seq = int(
+            await scalar(
+                self._conn,
+                f"INSERT INTO memories (namespace, {DRAFT_COLUMNS}, content_hash, created_at, updated_at,"
+                " last_accessed, access_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0) RETURNING seq",
+                (self._ns, *values, content_hash, written, written, now),
+            )
         )
-        seq = int(next(iter(rows))[0])
         await self._log([seq])
         self._noted.rows([(seq, draft.category, draft.session_id)])
         self._noted.listing = True
@@ -186,7 +193,7 @@ class Tx:
             "INSERT INTO memory_fts (rowid, content, key, tags, category) VALUES (?, ?, ?, ?, ?)",
             (seq, *self._index_fields(normalized(draft.content), draft.key, draft.tags, draft.category)),
         )
-        return row_to_memory((seq, *values, written, written, now, 0))  # the row as written, in COLUMNS order
+        return memory_row((seq, *values, written, written, now, 0)).memory()  # the row as written
 
     async def insert_many(self, drafts: Sequence[Draft], moment: datetime) -> list[int]:
         """Bulk insert; returns the new seqs in order.
@@ -245,18 +252,20 @@ class Tx:
         """The first of `count` consecutive new seqs, taken for the caller's rows (which then give
         their seqs explicitly). Writers take turns (the write lock), so nothing takes any meanwhile."""
         if self.postgres:
-            rows = await self._conn.execute_fetchall(
+            last = await scalar(
+                self._conn,
                 "SELECT setval(pg_get_serial_sequence('memories', 'seq'),"
                 " nextval(pg_get_serial_sequence('memories', 'seq')) + ? - 1)",
                 (count,),
             )
-            return int(next(iter(rows))[0]) - count + 1
+            return int(last) - count + 1
         # AUTOINCREMENT continues after the larger of the two.
-        rows = await self._conn.execute_fetchall(
+        top = await scalar(
+            self._conn,
             "SELECT max(coalesce((SELECT max(seq) FROM memories), 0),"
-            " coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'memories'), 0))"
+            " coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'memories'), 0))",
         )
-        return int(next(iter(rows))[0]) + 1
+        return int(top) + 1
 
     async def _run(self, sql: str, parameters: Sequence[Any]) -> None:
         await self._conn.execute(sql, parameters)
@@ -295,13 +304,26 @@ class Tx:
         return memory
 
     async def history(self, seq: int) -> list[dict[str, Any]]:
+        """A memory's earlier values, oldest first (tags as a list)."""
         rows = await self._conn.execute_fetchall(
-            "SELECT content, key, category, importance, confidence, tags, source, reason, changed_at"
-            " FROM memory_history WHERE memory_seq = ? ORDER BY seq",
-            (seq,),
+            f"SELECT {HISTORY_COLUMNS} FROM memory_history WHERE memory_seq = ? ORDER BY seq", (seq,)
         )
-        names = ("content", "key", "category", "importance", "confidence", "tags", "source", "reason", "changed_at")
-        return [dict(zip(names, r, strict=True)) | {"tags": json.loads(r[5])} for r in rows]
+        return [HistoryRow._make(r).value() for r in rows]
+
+    async def drop_history(self, seq: int) -> None:
+        """Forget a memory's earlier values (the profile's text keeps none)."""
+        await self._conn.execute("DELETE FROM memory_history WHERE memory_seq = ?", (seq,))
+
+    async def core_lines(self) -> list[CoreLine]:
+        """The core memories but the profile's, oldest first: what MEMORY.md shows."""
+        # Three columns, not whole memories: at 100,000 memories this is the difference between a
+        # fraction of a second and several seconds for every read of memory://MEMORY.md.
+        rows = await self._conn.execute_fetchall(
+            "SELECT category, content, substr(created_at, 1, 10) AS day FROM memories"
+            " WHERE namespace = ? AND tier = 'core' AND category != 'profile' ORDER BY created_at, seq",
+            (self._ns,),
+        )
+        return [CoreLine._make(r) for r in rows]
 
     async def delete(self, seqs: Sequence[int]) -> list[int]:
         """Delete for real: the memory, its history and its index entry, or its archived copy
@@ -309,11 +331,13 @@ class Tx:
         if not seqs:
             return []
         wanted = ",".join("?" * len(seqs))
-        rows = await self._conn.execute_fetchall(
-            f"SELECT seq, category, session_id FROM memories WHERE +namespace = ? AND seq IN ({wanted})",
-            (self._ns, *seqs),
+        rows = list(
+            await self._conn.execute_fetchall(
+                f"SELECT seq, category, session_id FROM memories WHERE +namespace = ? AND seq IN ({wanted})",
+                (self._ns, *seqs),
+            )
         )
-        found = [r[0] for r in rows]
+        found = [seq for seq, _, _ in rows]
         if found:
             self._noted.rows(rows)
             self._noted.listing = self._noted.removed = True
@@ -323,10 +347,9 @@ class Tx:
             await self._conn.execute(f"DELETE FROM memories WHERE seq IN ({marks})", found)
             await self._log(found)
             await scrub(self._conn, self._ns, found)  # the profile may cite or quote what is gone
-        rows = await self._conn.execute_fetchall(
-            f"SELECT seq FROM memory_archive WHERE +namespace = ? AND seq IN ({wanted})", (self._ns, *seqs)
+        archived = await scalars(
+            self._conn, f"SELECT seq FROM memory_archive WHERE +namespace = ? AND seq IN ({wanted})", (self._ns, *seqs)
         )
-        archived = [r[0] for r in rows]
         if archived:
             self._noted.seqs.update(archived)  # the archive's count in the statistics
             marks = ",".join("?" * len(archived))
@@ -336,13 +359,14 @@ class Tx:
 
     async def _log(self, seqs: Sequence[int]) -> None:
         """Record changed memories for the in-memory indexes of every process (see index/bm25.py)."""
-        changes = await self._conn.execute_fetchall(
+        changes = await scalars(
+            self._conn,
             "INSERT INTO memory_changes (namespace, seq) SELECT ?, CAST(value AS BIGINT) FROM json_each(?)"
             " RETURNING change",
             (self._ns, json.dumps(list(seqs))),
         )
         # Pruning once every _PRUNE_EVERY changes spares a round trip to SQLite per write.
-        if any(c[0] % _PRUNE_EVERY == 0 for c in changes):
+        if any(change % _PRUNE_EVERY == 0 for change in changes):
             await self._prune_log()
 
     async def _prune_log(self) -> None:
@@ -395,7 +419,9 @@ class Tx:
         )
 
     async def session_variables(self, session_id: str) -> dict[str, Any]:
-        rows = await self._conn.execute_fetchall(
-            "SELECT context_variables FROM sessions WHERE namespace = ? AND session_id = ?", (self._ns, session_id)
+        variables = await scalar(
+            self._conn,
+            "SELECT context_variables FROM sessions WHERE namespace = ? AND session_id = ?",
+            (self._ns, session_id),
         )
-        return next((json.loads(r[0]) for r in rows), {})
+        return json.loads(variables) if variables is not None else {}

@@ -27,14 +27,12 @@ nothing:
 from __future__ import annotations
 
 import gc
-import json
 import re
 import threading
 import traceback
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import NamedTuple
 
 import anyio.lowlevel
 import anyio.to_thread
@@ -44,6 +42,8 @@ from ..config.config import Config
 from ..errors import InvalidInput, SecretRefused
 from ..memory import validate
 from ..models import Draft, Model
+from ..store import export_import
+from ..store.export_import import KeyHolder
 from ..store.rows import iso, memory_id, utcnow
 from ..store.store import Store
 from ..text.tokens import fingerprint, normalize
@@ -244,27 +244,10 @@ async def _store_items(store: Store, checked: _Items, progress: Progress | None,
     updated: list[str] = []
     present = 0
     async with store.transaction() as tx:
-        digests = json.dumps(sorted({d for _, _, d in drafts}))
-        keys = json.dumps(sorted({draft.key for _, draft, _ in drafts if draft.key is not None}), ensure_ascii=False)
-        held = {
-            r[0]
-            for r in await tx.fetch(
-                "SELECT content_hash FROM memories WHERE namespace = ?1 AND content_hash IN"
-                " (SELECT value FROM json_each(?2)) UNION SELECT content_hash FROM memory_archive"
-                " WHERE namespace = ?1 AND content_hash IN (SELECT value FROM json_each(?2))",
-                (tx.namespace, digests),
-            )
-        }
-        holders: dict[str, _Holder] = {}
-        for row in await tx.fetch(
-            "SELECT key, seq, content_hash, client, updated_at, 0, (SELECT reason FROM memory_history h"
-            " WHERE h.memory_seq = m.seq ORDER BY h.seq DESC LIMIT 1) FROM memories m WHERE namespace = ?1"
-            " AND key IN (SELECT value FROM json_each(?2)) UNION ALL SELECT key, seq, content_hash, client,"
-            " updated_at, 1, NULL FROM memory_archive WHERE namespace = ?1 AND key IN"
-            " (SELECT value FROM json_each(?2))",
-            (tx.namespace, keys),
-        ):
-            holders.setdefault(row[0], _Holder(*row))  # a live holder first
+        held = await export_import.held_hashes(tx, {d for _, _, d in drafts})
+        holders = await export_import.key_holders_in_full(
+            tx, {draft.key for _, draft, _ in drafts if draft.key is not None}
+        )
         in_file = {d for _, _, d in drafts}
         taken: set[str] = set()
         for number, (item, draft, digest) in enumerate(drafts, 1):
@@ -316,19 +299,7 @@ async def _store_items(store: Store, checked: _Items, progress: Progress | None,
     return summary.model_copy(update={"detail": _line(summary)})
 
 
-class _Holder(NamedTuple):
-    """The memory holding a key an item brings."""
-
-    key: str
-    seq: int
-    content_hash: str
-    client: str | None
-    updated_at: str
-    archived: int
-    changed_by: str | None  # the reason of its last change (memory_history), None if never changed
-
-
-def _replaceable(holder: _Holder, draft: Draft, item: Item) -> bool:
+def _replaceable(holder: KeyHolder, draft: Draft, item: Item) -> bool:
     """Whether an item may update the memory holding its key: one this importer wrote (same client)
     whose value no one has changed here since (an edit on the dashboard keeps the client), and not
     changed later than the item (when the item says when it changed). A memory written or edited

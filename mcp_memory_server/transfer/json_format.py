@@ -30,11 +30,11 @@ from ..memory import validate
 from ..models import Draft
 from ..profile.profile import FIELDS
 from ..store.profile_scrub import PROFILE_KEY
-from ..store.rows import iso, parse_id
+from ..store.rows import SessionRow, iso, parse_id
 from ..text.tokens import fingerprint
 from .limits import check_items
 
-__all__ = ["FORMAT", "VERSION", "Document", "HistoryRow", "Record", "SessionRow", "read"]
+__all__ = ["FORMAT", "VERSION", "Document", "EarlierValue", "Record", "SessionRow", "read"]
 
 # The export format's name, written into every file: it stays as the first files were written.
 FORMAT = "mcp-memory-server"
@@ -81,7 +81,7 @@ _TYPE_NAMES = {
 
 
 @dataclass(frozen=True, slots=True)
-class HistoryRow:
+class EarlierValue:
     """An earlier value of a memory, in the columns of memory_history (tags as JSON)."""
 
     content: str
@@ -107,19 +107,8 @@ class Record:
     updated_at: str
     last_accessed: str
     access_count: int
-    history: tuple[HistoryRow, ...]
+    history: tuple[EarlierValue, ...]
     archived: tuple[str, str] | None  # (archived_at, archive_reason) for an archived memory
-
-
-@dataclass(frozen=True, slots=True)
-class SessionRow:
-    session_id: str
-    current_topic: str | None
-    context_variables: str  # a JSON object
-    turn_count: int
-    last_emotion: str | None
-    created_at: str
-    updated_at: str
 
 
 @dataclass(frozen=True)
@@ -356,7 +345,7 @@ class _Reader:
             **stamps,
         )
 
-    def _history(self, item: Any, where: str) -> HistoryRow | None:
+    def _history(self, item: Any, where: str) -> EarlierValue | None:
         fields = _fields(item, _HISTORY, _HISTORY, where)
         value = self._value(fields, where)
         reason = _word(fields["reason"], where, "reason") or ""
@@ -365,7 +354,7 @@ class _Reader:
         if content is None:
             return None
         tags = json.dumps(list(value.pop("tags")), ensure_ascii=False)
-        return HistoryRow(content=content, tags=tags, reason=reason, changed_at=changed_at, **value)
+        return EarlierValue(content=content, tags=tags, reason=reason, changed_at=changed_at, **value)
 
     def profile_edits(self, value: Any) -> dict[str, Any]:
         """Manual edits of the profile in edit_profile's shape; texts as edit_profile takes them."""

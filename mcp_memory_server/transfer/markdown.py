@@ -32,7 +32,7 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from typing import Literal, NamedTuple
+from typing import Literal
 
 from pydantic import Field
 
@@ -42,6 +42,7 @@ from ..memory import validate
 from ..models import Draft, Memory, Model
 from ..store.rows import parse_id, utcnow
 from ..store.store import Store
+from ..store.tx import CoreLine
 from ..text.tokens import fingerprint
 from .limits import check_items, lines
 
@@ -121,12 +122,8 @@ _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 _OPEN_COMMENT = "&lt;!--"  # a memory's own "<!--" would hide the rest of the file from a reader
 
 
-class Entry(NamedTuple):
-    """What one line shows of a memory."""
-
-    category: str
-    content: str
-    day: str  # YYYY-MM-DD: the UTC date it was created
+# What one line shows of a memory: the store reads exactly this for the core memories.
+Entry = CoreLine
 
 
 @functools.lru_cache(maxsize=256)
@@ -224,15 +221,9 @@ def render(memories: Iterable[Memory], config: Config, *, full: bool = False) ->
 
 async def render_store(store: Store, *, full: bool = False) -> str:
     """MEMORY.md of the store's current core memories; `full`: never truncated."""
-    # Three columns, not whole memories: at 100,000 memories this is the difference between a
-    # fraction of a second and several seconds for every read of memory://MEMORY.md.
     async with store.reading() as tx:
-        rows = await tx.fetch(
-            "SELECT category, content, substr(created_at, 1, 10) FROM memories"
-            " WHERE namespace = ? AND tier = 'core' AND category != 'profile' ORDER BY created_at, seq",
-            (tx.namespace,),
-        )
-    return _render([Entry(*r) for r in rows], store.config, full)
+        lines = await tx.core_lines()
+    return _render(lines, store.config, full)
 
 
 # ---- back from Markdown ---------------------------------------------------------------------

@@ -34,6 +34,7 @@ else:
 from ...config.urls import redact_url
 from ...errors import StoreError
 from ..backend import CHANGES_CHANNEL, Conn
+from ..rows import scalar
 from ..sqlite.schema import Migration
 from .schema import MIGRATIONS
 from .translate import translate
@@ -256,5 +257,5 @@ class PgBackend:
 
     async def size(self) -> int:
         async with self._connection() as conn:
-            row = await (await conn.execute("SELECT pg_database_size(current_database())")).fetchone()
-        return int(row[0]) if row else 0
+            size = await scalar(conn, "SELECT pg_database_size(current_database())")
+        return int(size or 0)

@@ -26,6 +26,7 @@ import anyio
 import anyio.to_thread
 
 from ...errors import InvalidInput, NotFound, StoreError
+from ..rows import scalar, scalars
 
 __all__ = ["BackupReport", "backup"]
 
@@ -96,10 +97,11 @@ async def _copy(source: Path, partial: Path, busy_timeout: float) -> int:
     uri = f"file:{quote(source.as_posix())}?mode=rw"
     try:
         async with aiosqlite.connect(uri, uri=True, timeout=busy_timeout) as src:
-            tables = await src.execute_fetchall(
-                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('memories', 'schema_migrations')"
+            tables = await scalar(
+                src,
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('memories', 'schema_migrations')",
             )
-            if next(iter(tables))[0] != 2:
+            if tables != 2:
                 raise StoreError(f"{source} is not a memory database (it has no memories table); nothing was written")
             async with aiosqlite.connect(partial) as dst:
                 # pages=0: every page in one step, inside one read transaction, so the copy is
@@ -108,12 +110,11 @@ async def _copy(source: Path, partial: Path, busy_timeout: float) -> int:
                 # The copy would say WAL like its source; a plain journal makes it one
                 # self-contained file (the store turns WAL on again when it opens it).
                 await dst.execute("PRAGMA journal_mode = DELETE")
-                check = await dst.execute_fetchall("PRAGMA integrity_check")
-                if [r[0] for r in check] != ["ok"]:
-                    problem = "; ".join(" ".join(str(r[0]).split()) for r in check)[:500]
+                check = await scalars(dst, "PRAGMA integrity_check")
+                if check != ["ok"]:
+                    problem = "; ".join(" ".join(str(line).split()) for line in check)[:500]
                     raise StoreError(f"the copy failed SQLite's integrity check ({problem}); it was removed")
-                counted = await dst.execute_fetchall("SELECT count(*) FROM memories")
-                return int(next(iter(counted))[0])
+                return int(await scalar(dst, "SELECT count(*) FROM memories"))
     except aiosqlite.Error as exc:
         raise StoreError(f"the backup of {source} failed and nothing was written: {exc}") from exc
 

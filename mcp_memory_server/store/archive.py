@@ -7,15 +7,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
-from ..store.tx import Tx
+from .draft_values import MEMORY_ROW
+from .rows import HISTORY_COLUMNS, columns, scalar, scalars
+from .tx import Tx
 
 __all__ = [
-    "HISTORY_COLUMNS",
     "Archived",
     "CleanupRow",
+    "IdleSession",
+    "WorkingMemory",
     "archive",
     "archived",
     "cleanup_rows",
@@ -29,12 +31,7 @@ __all__ = [
     "working_memories",
 ]
 
-_MEMORY = (
-    "seq, namespace, content, key, category, tier, importance, confidence, source, tags, session_id, client,"
-    " content_hash, created_at, updated_at, last_accessed, access_count"
-)
-# The columns of memory_history and memory_history_archive, which are alike.
-HISTORY_COLUMNS = "memory_seq, content, key, category, importance, confidence, tags, source, reason, changed_at"
+_MEMORY = MEMORY_ROW  # every column of a memory: the archive has them all, and two more
 _CHUNK = 500  # seqs per statement: a few thousand parameters at most
 
 
@@ -45,14 +42,12 @@ def _chunks(seqs: Sequence[int]) -> Iterator[tuple[list[int], str]]:
         yield chunk, ",".join("?" * len(chunk))
 
 
-@dataclass(frozen=True, slots=True)
-class Archived:
+class Archived(NamedTuple):
     seq: int
     key: str | None
 
 
-@dataclass(frozen=True, slots=True)
-class CleanupRow:
+class CleanupRow(NamedTuple):
     """A live memory that at least one cleanup rule selects, before the keep rules."""
 
     seq: int
@@ -68,31 +63,44 @@ class CleanupRow:
     duplicate_of: int | None  # the copy of the same content that stays
 
 
+class IdleSession(NamedTuple):
+    session_id: str
+    updated_at: str  # its last activity, ISO 8601
+
+
+class WorkingMemory(NamedTuple):
+    seq: int
+    importance: float
+    access_count: int
+
+
 async def archive(tx: Tx, reasons: Mapping[int, str], at: str) -> list[int]:
     """Move live memories (seq -> reason) to the archive with their history; their full-text rows
     go, and the change is logged so every process's index drops them. Returns the seqs moved."""
     moved: list[int] = []
     for chunk, marks in _chunks(list(reasons)):
         why = " ".join("WHEN ? THEN ?" for _ in chunk)
-        rows = await tx.fetch(
-            f"INSERT INTO memory_archive ({_MEMORY}, archived_at, archive_reason)"
-            f" SELECT {_MEMORY}, ?, CASE seq {why} END"
-            f" FROM memories WHERE seq IN ({marks}) AND +namespace = ? RETURNING seq",
-            (at, *(v for seq in chunk for v in (seq, reasons[seq])), *chunk, tx.namespace),
+        found = sorted(
+            await scalars(
+                tx._conn,
+                f"INSERT INTO memory_archive ({_MEMORY}, archived_at, archive_reason)"
+                f" SELECT {_MEMORY}, ?, CASE seq {why} END"
+                f" FROM memories WHERE seq IN ({marks}) AND +namespace = ? RETURNING seq",
+                (at, *(v for seq in chunk for v in (seq, reasons[seq])), *chunk, tx.namespace),
+            )
         )
-        found = sorted(r[0] for r in rows)
         if not found:
             continue
         marks = ",".join("?" * len(found))
         # History first: memory_history's rows would otherwise go with their memory (ON DELETE CASCADE).
-        await tx.execute(
+        await tx._conn.execute(
             f"INSERT INTO memory_history_archive ({HISTORY_COLUMNS}) SELECT {HISTORY_COLUMNS} FROM memory_history"
             f" WHERE memory_seq IN ({marks}) ORDER BY seq",
             found,
         )
-        await tx.execute(f"DELETE FROM memory_history WHERE memory_seq IN ({marks})", found)
-        await tx.execute(f"DELETE FROM memory_fts WHERE rowid IN ({marks})", found)
-        await tx.execute(f"DELETE FROM memories WHERE seq IN ({marks})", found)
+        await tx._conn.execute(f"DELETE FROM memory_history WHERE memory_seq IN ({marks})", found)
+        await tx._conn.execute(f"DELETE FROM memory_fts WHERE rowid IN ({marks})", found)
+        await tx._conn.execute(f"DELETE FROM memories WHERE seq IN ({marks})", found)
         await tx.log(found)
         await tx.profile_forget(found)  # it may cite or quote what is gone
         moved += found
@@ -105,34 +113,38 @@ async def restore(tx: Tx, seqs: Sequence[int], at: str) -> None:
     archive them again at once. The caller has made sure that their keys are free."""
     columns = _MEMORY.replace("last_accessed", "?")
     for chunk, marks in _chunks(seqs):
-        await tx.execute(
+        await tx._conn.execute(
             f"INSERT INTO memories ({_MEMORY}) SELECT {columns} FROM memory_archive"
             f" WHERE seq IN ({marks}) AND +namespace = ?",
             (at, *chunk, tx.namespace),
         )
-        rows = await tx.fetch(
-            f"SELECT seq, content, key, tags, category FROM memory_archive WHERE seq IN ({marks}) AND +namespace = ?",
-            (*chunk, tx.namespace),
+        rows = list(
+            await tx._conn.execute_fetchall(
+                "SELECT seq, content, key, tags, category FROM memory_archive"
+                f" WHERE seq IN ({marks}) AND +namespace = ?",
+                (*chunk, tx.namespace),
+            )
         )
         if not rows:
             continue
         values: list[Any] = []
+        found: list[int] = []
         for seq, content, key, tags, category in rows:
             values += (seq, *tx.index_row(content, key, json.loads(tags), category))
-        await tx.execute(
+            found.append(seq)
+        await tx._conn.execute(
             "INSERT INTO memory_fts (rowid, content, key, tags, category) VALUES "
             + ", ".join(["(?, ?, ?, ?, ?)"] * len(rows)),
             values,
         )
-        found = [r[0] for r in rows]
         marks = ",".join("?" * len(found))
-        await tx.execute(
+        await tx._conn.execute(
             f"INSERT INTO memory_history ({HISTORY_COLUMNS}) SELECT {HISTORY_COLUMNS} FROM memory_history_archive"
             f" WHERE memory_seq IN ({marks}) ORDER BY seq",
             found,
         )
-        await tx.execute(f"DELETE FROM memory_history_archive WHERE memory_seq IN ({marks})", found)
-        await tx.execute(f"DELETE FROM memory_archive WHERE seq IN ({marks})", found)
+        await tx._conn.execute(f"DELETE FROM memory_history_archive WHERE memory_seq IN ({marks})", found)
+        await tx._conn.execute(f"DELETE FROM memory_archive WHERE seq IN ({marks})", found)
         await tx.log(found)
         await tx.profile_stale()  # a restored memory may be about the user
 
@@ -141,10 +153,11 @@ async def archived(tx: Tx, seqs: Sequence[int]) -> list[Archived]:
     """Those of `seqs` in this namespace's archive."""
     found: list[Archived] = []
     for chunk, marks in _chunks(seqs):
-        rows = await tx.fetch(
-            f"SELECT seq, key FROM memory_archive WHERE seq IN ({marks}) AND +namespace = ?", (*chunk, tx.namespace)
+        rows = await tx._conn.execute_fetchall(
+            f"SELECT {columns(Archived)} FROM memory_archive WHERE seq IN ({marks}) AND +namespace = ?",
+            (*chunk, tx.namespace),
         )
-        found += (Archived(r[0], r[1]) for r in rows)
+        found += map(Archived._make, rows)
     return found
 
 
@@ -152,10 +165,11 @@ async def live_seqs(tx: Tx, seqs: Sequence[int]) -> set[int]:
     """Those of `seqs` that are live memories of this namespace."""
     found: set[int] = set()
     for chunk, marks in _chunks(seqs):
-        rows = await tx.fetch(
-            f"SELECT seq FROM memories WHERE seq IN ({marks}) AND +namespace = ?", (*chunk, tx.namespace)
+        found.update(
+            await scalars(
+                tx._conn, f"SELECT seq FROM memories WHERE seq IN ({marks}) AND +namespace = ?", (*chunk, tx.namespace)
+            )
         )
-        found.update(r[0] for r in rows)
     return found
 
 
@@ -163,16 +177,15 @@ async def key_holders(tx: Tx, keys: Sequence[str]) -> dict[str, int]:
     """key -> seq of the live memory holding it, for those of `keys` that are taken."""
     if not keys:
         return {}
-    rows = await tx.fetch(
+    rows = await tx._conn.execute_fetchall(
         "SELECT key, seq FROM memories WHERE namespace = ? AND key IN (SELECT value FROM json_each(?))",
         (tx.namespace, json.dumps(list(keys), ensure_ascii=False)),
     )
-    return {r[0]: r[1] for r in rows}
+    return dict(rows)  # key -> seq
 
 
 async def live_count(tx: Tx) -> int:
-    rows = await tx.fetch("SELECT count(*) FROM memories WHERE namespace = ?", (tx.namespace,))
-    return int(rows[0][0])
+    return int(await scalar(tx._conn, "SELECT count(*) FROM memories WHERE namespace = ?", (tx.namespace,)))
 
 
 async def cleanup_rows(
@@ -185,8 +198,8 @@ async def cleanup_rows(
     Of each set of copies, the one that stays is the most important (then the most accessed, one
     holding a key, the newest); copies holding a key are never selected, as clients refer to the
     key. Only groups of more than one memory are ranked, so the window sorts few rows."""
-    rows = await tx.fetch(
-        """WITH copies AS (
+    rows = await tx._conn.execute_fetchall(
+        f"""WITH copies AS (
                SELECT category, content_hash FROM memories WHERE namespace = :ns
                GROUP BY category, content_hash HAVING count(*) > 1
            ), keepers AS (
@@ -197,15 +210,15 @@ async def cleanup_rows(
                FROM copies c JOIN memories m
                ON m.namespace = :ns AND m.category = c.category AND m.content_hash = c.content_hash
            )
-           SELECT * FROM (
+           SELECT {columns(CleanupRow)} FROM (
                SELECT m.seq, m.content, m.category, m.importance, m.access_count, m.source, m.created_at,
                    m.last_accessed,
                    m.access_count < :accesses AND m.last_accessed < :unused_before AS unused,
-                   m.importance < :low AND m.last_accessed < :stale_before AS low,
+                   m.importance < :low AND m.last_accessed < :stale_before AS low_importance,
                    CASE WHEN m.key IS NULL AND k.keeper != m.seq THEN k.keeper END AS duplicate_of
                FROM memories m LEFT JOIN keepers k ON k.seq = m.seq
                WHERE m.namespace = :ns
-           ) AS selected WHERE unused OR low OR duplicate_of IS NOT NULL
+           ) AS selected WHERE unused OR low_importance OR duplicate_of IS NOT NULL
            ORDER BY last_accessed, seq""",
         {
             "ns": tx.namespace,
@@ -215,47 +228,36 @@ async def cleanup_rows(
             "stale_before": stale_before,
         },
     )
+    # SQLite gives the two rules' results as 0 or 1, PostgreSQL as booleans.
     return [
-        CleanupRow(
-            seq=r[0],
-            content=r[1],
-            category=r[2],
-            importance=r[3],
-            access_count=r[4],
-            source=r[5],
-            created_at=r[6],
-            last_accessed=r[7],
-            unused=bool(r[8]),
-            low_importance=bool(r[9]),
-            duplicate_of=r[10],
-        )
-        for r in rows
+        row._replace(unused=bool(row.unused), low_importance=bool(row.low_importance))
+        for row in map(CleanupRow._make, rows)
     ]
 
 
-async def idle_sessions(tx: Tx, before: str) -> list[tuple[str, str]]:
-    """(session_id, updated_at) of the sessions with no activity since `before`."""
-    rows = await tx.fetch(
-        "SELECT session_id, updated_at FROM sessions WHERE namespace = ? AND updated_at < ? ORDER BY updated_at",
+async def idle_sessions(tx: Tx, before: str) -> list[IdleSession]:
+    """The sessions with no activity since `before`."""
+    rows = await tx._conn.execute_fetchall(
+        f"SELECT {columns(IdleSession)} FROM sessions WHERE namespace = ? AND updated_at < ? ORDER BY updated_at",
         (tx.namespace, before),
     )
-    return [(r[0], r[1]) for r in rows]
+    return [IdleSession._make(r) for r in rows]
 
 
-async def working_memories(tx: Tx, session_id: str) -> list[tuple[int, float, int]]:
-    """(seq, importance, access_count) of a session's working-tier memories."""
-    rows = await tx.fetch(
-        "SELECT seq, importance, access_count FROM memories"
+async def working_memories(tx: Tx, session_id: str) -> list[WorkingMemory]:
+    """A session's working-tier memories."""
+    rows = await tx._conn.execute_fetchall(
+        f"SELECT {columns(WorkingMemory)} FROM memories"
         " WHERE namespace = ? AND session_id = ? AND tier = 'working' ORDER BY seq",
         (tx.namespace, session_id),
     )
-    return [(r[0], r[1], r[2]) for r in rows]
+    return [WorkingMemory._make(r) for r in rows]
 
 
 async def promote(tx: Tx, seqs: Sequence[int]) -> None:
     """Working memories become core (long-term); their value and timestamps stay as they are."""
     for chunk, marks in _chunks(seqs):
-        await tx.execute(
+        await tx._conn.execute(
             f"UPDATE memories SET tier = 'core' WHERE seq IN ({marks}) AND +namespace = ?", (*chunk, tx.namespace)
         )
         await tx.log(chunk)
@@ -263,5 +265,5 @@ async def promote(tx: Tx, seqs: Sequence[int]) -> None:
 
 
 async def end_session(tx: Tx, session_id: str) -> None:
-    await tx.execute("DELETE FROM sessions WHERE namespace = ? AND session_id = ?", (tx.namespace, session_id))
+    await tx._conn.execute("DELETE FROM sessions WHERE namespace = ? AND session_id = ?", (tx.namespace, session_id))
     tx.log_session(session_id)

@@ -1,0 +1,330 @@
+"""The statements of export and import (transfer/): one namespace read whole, and memories written
+with the seqs, times and history a file gives them, live or straight into the archive. What a file
+holds and which of its items are written is decided in transfer/; these run inside the caller's
+`Tx` (a `Store.snapshot()` for an export, a `Store.transaction()` for an import)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any, NamedTuple, Protocol
+
+from ..models import Draft
+from .draft_values import MEMORY_ROW
+from .profile_scrub import PROFILE_KEY
+from .rows import (
+    COLUMNS,
+    HISTORY_COLUMNS,
+    SESSION_COLUMNS,
+    ArchivedRow,
+    HistoryRow,
+    MemoryRow,
+    SessionRow,
+    columns,
+    memory_row,
+    scalar,
+    scalars,
+)
+from .tx import Tx
+
+__all__ = [
+    "Exported",
+    "Imported",
+    "KeyHolder",
+    "PresentMemory",
+    "add_session",
+    "exported",
+    "held_hashes",
+    "insert_imported",
+    "key_holders_in_full",
+    "present_memories",
+    "taken_seqs",
+    "top_seq",
+]
+
+_CHUNK = 500  # rows per multi-row INSERT: 17 parameters each stays far below SQLite's limit
+_TOP = (  # the largest seq ever handed out, archived ones included
+    "SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'memories'), 0),"
+    " coalesce((SELECT max(seq) FROM memories), 0), coalesce((SELECT max(seq) FROM memory_archive), 0))"
+)
+_PG_SEQUENCE = "pg_get_serial_sequence('memories', 'seq')"
+_PG_TOP = (
+    f"SELECT greatest(coalesce(pg_sequence_last_value(CAST({_PG_SEQUENCE} AS regclass)), 0),"
+    " coalesce((SELECT max(seq) FROM memories), 0), coalesce((SELECT max(seq) FROM memory_archive), 0))"
+)
+
+
+class Exported(NamedTuple):
+    """A namespace as an export holds it: the profile's own memory (key user.profile) left out."""
+
+    memories: list[MemoryRow]
+    history: list[HistoryRow]  # of those memories, oldest first
+    archived: list[ArchivedRow]
+    archived_history: list[HistoryRow]
+    sessions: list[SessionRow]
+
+
+class PresentMemory(NamedTuple):
+    """A memory, live or archived, whose content an imported item has."""
+
+    seq: int
+    category: str
+    content_hash: str
+    created_at: str
+
+
+class KeyHolder(NamedTuple):
+    """The memory, live first, holding a key an imported item brings."""
+
+    key: str
+    seq: int
+    content_hash: str
+    client: str | None
+    updated_at: str
+    archived: bool
+    changed_by: str | None  # the reason of its last change (memory_history), None if never changed
+
+
+class Earlier(Protocol):
+    """An earlier value of an imported memory."""
+
+    @property
+    def content(self) -> str: ...
+    @property
+    def key(self) -> str | None: ...
+    @property
+    def category(self) -> str: ...
+    @property
+    def importance(self) -> float: ...
+    @property
+    def confidence(self) -> float: ...
+    @property
+    def tags(self) -> str: ...  # JSON
+    @property
+    def source(self) -> str: ...
+    @property
+    def reason(self) -> str: ...
+    @property
+    def changed_at(self) -> str: ...
+
+
+class Imported(Protocol):
+    """A memory to write as a file gives it: `seq` tells it apart (the seq written is the one the
+    caller maps it to), times as ISO 8601 text, `archived` (archived_at, archive_reason) for one
+    that goes straight into the archive."""
+
+    @property
+    def seq(self) -> int: ...
+    @property
+    def draft(self) -> Draft: ...
+    @property
+    def content_hash(self) -> str: ...
+    @property
+    def created_at(self) -> str: ...
+    @property
+    def updated_at(self) -> str: ...
+    @property
+    def last_accessed(self) -> str: ...
+    @property
+    def access_count(self) -> int: ...
+    @property
+    def history(self) -> Sequence[Earlier]: ...
+    @property
+    def archived(self) -> tuple[str, str] | None: ...
+
+
+# ---- export ----------------------------------------------------------------------------------
+
+
+async def exported(tx: Tx) -> Exported:
+    """This namespace's memories, archive and sessions (read inside one snapshot)."""
+    conn, ns = tx._conn, (tx.namespace, PROFILE_KEY)
+    live = await conn.execute_fetchall(
+        f"SELECT {COLUMNS} FROM memories WHERE namespace = ? AND key IS NOT ? ORDER BY seq", ns
+    )
+    history = await conn.execute_fetchall(
+        f"SELECT {HISTORY_COLUMNS} FROM memory_history WHERE memory_seq IN"
+        " (SELECT seq FROM memories WHERE namespace = ? AND key IS NOT ?) ORDER BY seq",
+        ns,
+    )
+    archived = await conn.execute_fetchall(
+        f"SELECT {COLUMNS}, archived_at, archive_reason FROM memory_archive"
+        " WHERE namespace = ? AND key IS NOT ? ORDER BY seq",
+        ns,
+    )
+    archived_history = await conn.execute_fetchall(
+        f"SELECT {HISTORY_COLUMNS} FROM memory_history_archive WHERE memory_seq IN"
+        " (SELECT seq FROM memory_archive WHERE namespace = ? AND key IS NOT ?) ORDER BY seq",
+        ns,
+    )
+    sessions = await conn.execute_fetchall(
+        f"SELECT {SESSION_COLUMNS} FROM sessions WHERE namespace = ? ORDER BY session_id", (tx.namespace,)
+    )
+    return Exported(
+        memories=[memory_row(r) for r in live],
+        history=[HistoryRow._make(r) for r in history],
+        archived=[ArchivedRow.of(r) for r in archived],
+        archived_history=[HistoryRow._make(r) for r in archived_history],
+        sessions=[SessionRow._make(r) for r in sessions],
+    )
+
+
+# ---- import ----------------------------------------------------------------------------------
+
+
+async def present_memories(tx: Tx, digests: Iterable[str]) -> list[PresentMemory]:
+    """The memories here, live or archived, whose content has one of `digests` (fingerprints)."""
+    rows = await tx._conn.execute_fetchall(
+        f"SELECT {columns(PresentMemory)} FROM memories WHERE namespace = ?1"
+        " AND content_hash IN (SELECT value FROM json_each(?2)) UNION ALL"
+        f" SELECT {columns(PresentMemory)} FROM memory_archive WHERE namespace = ?1"
+        " AND content_hash IN (SELECT value FROM json_each(?2))",
+        (tx.namespace, json.dumps(sorted(digests))),
+    )
+    return [PresentMemory._make(r) for r in rows]
+
+
+async def held_hashes(tx: Tx, digests: Iterable[str]) -> set[str]:
+    """Those of `digests` that a memory here, live or archived, has (in any category)."""
+    found = await scalars(
+        tx._conn,
+        "SELECT content_hash FROM memories WHERE namespace = ?1 AND content_hash IN"
+        " (SELECT value FROM json_each(?2)) UNION SELECT content_hash FROM memory_archive"
+        " WHERE namespace = ?1 AND content_hash IN (SELECT value FROM json_each(?2))",
+        (tx.namespace, json.dumps(sorted(digests))),
+    )
+    return set(found)
+
+
+async def key_holders_in_full(tx: Tx, keys: Iterable[str]) -> dict[str, KeyHolder]:
+    """key -> the memory holding it here, of those of `keys` that are taken: the live one when
+    both a live and an archived memory hold it."""
+    rows = await tx._conn.execute_fetchall(
+        "SELECT key, seq, content_hash, client, updated_at, 0 AS archived, (SELECT reason FROM memory_history h"
+        " WHERE h.memory_seq = m.seq ORDER BY h.seq DESC LIMIT 1) AS changed_by FROM memories m WHERE namespace = ?1"
+        " AND key IN (SELECT value FROM json_each(?2)) UNION ALL SELECT key, seq, content_hash, client,"
+        " updated_at, 1 AS archived, NULL AS changed_by FROM memory_archive WHERE namespace = ?1 AND key IN"
+        " (SELECT value FROM json_each(?2))",
+        (tx.namespace, json.dumps(sorted(keys), ensure_ascii=False)),
+    )
+    holders: dict[str, KeyHolder] = {}
+    for row in map(KeyHolder._make, rows):
+        holders.setdefault(row.key, row._replace(archived=bool(row.archived)))  # the live one comes first
+    return holders
+
+
+async def taken_seqs(tx: Tx, seqs: Iterable[int]) -> set[int]:
+    """Those of `seqs` that a memory, live or archived, of any namespace has (seqs are the
+    database's, not a namespace's)."""
+    found = await scalars(
+        tx._conn,
+        "SELECT seq FROM memories WHERE seq IN (SELECT CAST(value AS BIGINT) FROM json_each(?1))"
+        " UNION SELECT seq FROM memory_archive WHERE seq IN (SELECT CAST(value AS BIGINT) FROM json_each(?1))",
+        (json.dumps(list(seqs)),),
+    )
+    return set(found)
+
+
+async def top_seq(tx: Tx) -> int:
+    """The largest seq ever handed out, archived and deleted memories' included."""
+    return int(await scalar(tx._conn, _PG_TOP if tx.postgres else _TOP))
+
+
+async def add_session(tx: Tx, session: SessionRow) -> bool:
+    """Add a session unless this namespace has one of that id (it is then left as it is);
+    returns whether it was added."""
+    added = await tx._conn.execute_fetchall(
+        f"INSERT INTO sessions (namespace, {SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+        " ON CONFLICT (namespace, session_id) DO NOTHING RETURNING 1",
+        (tx.namespace, *session),
+    )
+    if not list(added):
+        return False
+    tx.log_session(session.session_id)
+    return True
+
+
+async def insert_imported(
+    tx: Tx,
+    records: Sequence[Imported],
+    seqs: Mapping[int, int],
+    step: Callable[[int], Awaitable[None]] | None = None,
+) -> None:
+    """Write `records` as new memories under the seqs `seqs` maps theirs to: live ones with their
+    full-text rows and history, archived ones with theirs; `step` hears of every chunk written.
+    The change is logged, and the profile goes stale when a live memory came."""
+    if not records:
+        return
+    ns = tx.namespace
+    conn = tx._conn
+    for archived in (False, True):
+        chosen = [r for r in records if (r.archived is not None) == archived]
+        table, history = ("memory_archive", "memory_history_archive") if archived else ("memories", "memory_history")
+        extra = ", archived_at, archive_reason" if archived else ""
+        for start in range(0, len(chosen), _CHUNK):
+            chunk = chosen[start : start + _CHUNK]
+            values: list[Any] = []
+            for r in chunk:
+                d = r.draft
+                tags = json.dumps(list(d.tags), ensure_ascii=False)
+                values += (seqs[r.seq], ns, d.content, d.key, d.category, d.tier, d.importance, d.confidence)
+                values += (d.source, tags, d.session_id, d.client, r.content_hash, r.created_at, r.updated_at)
+                values += (r.last_accessed, r.access_count, *(r.archived or ()))
+            marks = ", ".join("?" * (17 + 2 * archived))
+            await conn.execute(
+                f"INSERT INTO {table} ({MEMORY_ROW}{extra}) VALUES " + ", ".join([f"({marks})"] * len(chunk)),
+                values,
+            )
+            if not archived:
+                fts: list[Any] = []
+                for r in chunk:
+                    fts += (seqs[r.seq], *tx.index_row(r.draft.content, r.draft.key, r.draft.tags, r.draft.category))
+                await conn.execute(
+                    "INSERT INTO memory_fts (rowid, content, key, tags, category) VALUES "
+                    + ", ".join(["(?, ?, ?, ?, ?)"] * len(chunk)),
+                    fts,
+                )
+            old = [(seqs[r.seq], h) for r in chunk for h in r.history]
+            for part in range(0, len(old), _CHUNK):
+                rows = old[part : part + _CHUNK]
+                await conn.execute(
+                    f"INSERT INTO {history} ({HISTORY_COLUMNS}) VALUES "
+                    + ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"] * len(rows)),
+                    [
+                        v
+                        for seq, h in rows
+                        for v in (
+                            seq,
+                            h.content,
+                            h.key,
+                            h.category,
+                            h.importance,
+                            h.confidence,
+                            h.tags,
+                            h.source,
+                            h.reason,
+                            h.changed_at,
+                        )
+                    ],
+                )
+            if step is not None:
+                await step(len(chunk))
+    # AUTOINCREMENT must never hand out an imported seq again, archived ones included: restore
+    # brings them back under their own seq.
+    top = max(seqs[r.seq] for r in records)
+    if tx.postgres:
+        await conn.execute(
+            f"SELECT setval({_PG_SEQUENCE},"
+            f" greatest(?, coalesce(pg_sequence_last_value(CAST({_PG_SEQUENCE} AS regclass)), 0)))",
+            (top,),
+        )
+    else:
+        await conn.execute("UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = 'memories'", (top,))
+        await conn.execute(
+            "INSERT INTO sqlite_sequence (name, seq) SELECT 'memories', ? WHERE NOT EXISTS"
+            " (SELECT 1 FROM sqlite_sequence WHERE name = 'memories')",
+            (top,),
+        )
+    await tx.log([seqs[r.seq] for r in records])
+    if any(r.archived is None for r in records):
+        await tx.profile_stale()
