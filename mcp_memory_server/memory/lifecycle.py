@@ -29,8 +29,7 @@ from ..models import (
     RestoreConflict,
     RestoreResult,
 )
-from ..store import archive
-from ..store import extraction_log as logbook
+from ..store import archive, extraction_log
 from ..store.archive import CleanupRow
 from ..store.rows import iso, memory_id, parse_id, utcnow
 from ..store.store import Store
@@ -270,7 +269,7 @@ async def maintain(store: Store, *, now: datetime | None = None) -> MaintenanceR
     cleaned = await cleanup(store, dry_run=False, now=now)
     moment = now or utcnow()
     async with store.transaction() as tx:  # sieve runs whose client never brought the model's answer
-        abandoned = await logbook.settle_abandoned(tx, moment - _ABANDONED, moment)
+        abandoned = await extraction_log.settle_abandoned(tx, moment - _ABANDONED, moment)
     if abandoned:
         log.info("maintenance: %d sieve run(s) closed without the model's answer", abandoned)
     if expiry.sessions:  # cleanup has told its own results

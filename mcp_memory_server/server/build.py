@@ -16,7 +16,7 @@ from mcp.server.request_state import RequestStateSecurity
 
 from .. import __version__
 from ..config.config import Config
-from ..prompts import extraction as prompts
+from ..prompts import extraction
 from ..runtime.access import Access, request_namespace
 from ..runtime.namespaces import Opened, Spaces
 from ..text.segmenter import Segmenter
@@ -87,7 +87,7 @@ def build_server(
         SERVER_NAME,
         title="Memory",
         description="Persistent long-term memory shared by every MCP client; Chinese and English search.",
-        instructions=prompts.INSTRUCTIONS,
+        instructions=extraction.INSTRUCTIONS,
         version=__version__,
         lifespan=lifespan,
         log_level=config.log_level,

@@ -15,7 +15,7 @@ from ..config.limits import MAX_SAMPLED_TOKENS
 from ..errors import InvalidInput
 from ..profile import profile as profiles
 from ..profile.profile import Profile
-from ..prompts import catalog as prompt_set
+from ..prompts import catalog
 from ..runtime.namespaces import Spaces
 from .app import (
     CURRENT,
@@ -45,7 +45,7 @@ async def _synthesis_request(ctx: Ctx, profile: dict[str, Any] | None) -> Any:
         return _DETERMINISTIC
     if not modern(ctx):
         return _IN_BODY
-    prompt = prompt_set.synthesize_profile(await profiles.core_for_prompt(state(ctx).store))
+    prompt = catalog.synthesize_profile(await profiles.core_for_prompt(state(ctx).store))
     return sample_request(_SYSTEM, prompt, MAX_SAMPLED_TOKENS)
 
 
@@ -58,7 +58,7 @@ async def _refresh(ctx: Ctx, profile: dict[str, Any] | None, asked: Any) -> Prof
     if isinstance(asked, CreateMessageResult):
         answer = sampled_text(asked)
     elif asked == _IN_BODY:
-        prompt = prompt_set.synthesize_profile(await profiles.core_for_prompt(store))
+        prompt = catalog.synthesize_profile(await profiles.core_for_prompt(store))
         answer, failure = await ask_client(ctx, sample_request(_SYSTEM, prompt, MAX_SAMPLED_TOKENS))
         if failure:
             log.info("profile synthesis by the client's model failed (%s); synthesising it here", failure)

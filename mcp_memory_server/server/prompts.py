@@ -14,8 +14,7 @@ from pydantic import Field
 
 from ..memory import validate
 from ..profile import profile as profiles
-from ..prompts import catalog as prompt_set
-from ..prompts import extraction as prompts
+from ..prompts import catalog, extraction
 from ..runtime.namespaces import Spaces
 from ..store.rows import iso, utcnow
 from .app import Ctx, state
@@ -92,7 +91,7 @@ def add_prompts(server: MCPServer[Spaces]) -> None:
         user_message: Annotated[str, Field(description="What the user said.")],
         assistant_message: Annotated[str, Field(description="What the assistant answered.")],
     ) -> str:
-        return prompts.extract_memories(user_message, assistant_message, await _calibration(ctx))
+        return extraction.extract_memories(user_message, assistant_message, await _calibration(ctx))
 
     @server.prompt(
         title="Detect memory changes",
@@ -107,7 +106,7 @@ def add_prompts(server: MCPServer[Spaces]) -> None:
         ai_output: Annotated[str, Field(description="What the assistant answered.")],
     ) -> str:
         related = await _related(ctx, f"{user_input}\n{ai_output}")
-        return prompt_set.detect_memory_changes(user_input, ai_output, related, iso(utcnow()))
+        return catalog.detect_memory_changes(user_input, ai_output, related, iso(utcnow()))
 
     @server.prompt(
         title="Evaluate memory",
@@ -120,7 +119,7 @@ def add_prompts(server: MCPServer[Spaces]) -> None:
         ctx: Ctx, information: Annotated[str, Field(description="The information to evaluate.")]
     ) -> str:
         similar = [m["content"] for m in await _related(ctx, information)][:5]
-        return prompt_set.evaluate_memory(information, similar)
+        return catalog.evaluate_memory(information, similar)
 
     @server.prompt(
         title="Respond with memory",
@@ -142,7 +141,7 @@ def add_prompts(server: MCPServer[Spaces]) -> None:
             working = session.model_dump(mode="json", exclude={"created_at"})
             strategy = app.sessions.table.get(session.last_emotion or "neutral", strategy)
         related = await _related(ctx, user_message, session_id if session else None)
-        return prompt_set.respond_with_memory(user_message, working, related, strategy.model_dump())
+        return catalog.respond_with_memory(user_message, working, related, strategy.model_dump())
 
     @server.prompt(
         title="Synthesize profile",
@@ -152,4 +151,4 @@ def add_prompts(server: MCPServer[Spaces]) -> None:
         ),
     )
     async def synthesize_profile(ctx: Ctx) -> str:
-        return prompt_set.synthesize_profile(await profiles.core_for_prompt(state(ctx).store, _CORE))
+        return catalog.synthesize_profile(await profiles.core_for_prompt(state(ctx).store, _CORE))

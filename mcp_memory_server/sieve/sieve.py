@@ -29,8 +29,8 @@ from ..errors import InvalidInput, MemoryServerError
 from ..memory.service import MemoryService
 from ..models import Model
 from ..profile import profile as profiles
-from ..prompts import extraction as prompts
-from ..store import extraction_log as logbook
+from ..prompts import extraction
+from ..store import extraction_log
 from ..store.extraction_log import ChannelReport, ExtractedItem, ValueParts
 from ..store.rows import parse_id, utcnow
 from ..text.redaction import describe, redact
@@ -120,8 +120,8 @@ class Sieve:
         profile = await profiles.peek(self.service.store)
         instructions = self.service.config.conversation.sieve_instructions
         if profile is None or profile.method == "none":
-            return prompts.calibration(instructions=instructions)
-        return prompts.calibration(
+            return extraction.calibration(instructions=instructions)
+        return extraction.calibration(
             summary=profile.summary.text,
             domains=[i.text for i in profile.domains],
             high_value=[i.text for i in profile.high_value_signals],
@@ -134,7 +134,7 @@ class Sieve:
         """(system prompt, user message) of the deep channel's sampling request, calibrated by
         the user's profile and configured instructions."""
         system = "You extract long-term memories from a conversation. Answer with JSON only."
-        return system, prompts.extract_memories(user_message, assistant_message, await self.calibration())
+        return system, extraction.extract_memories(user_message, assistant_message, await self.calibration())
 
     # ---- the fast channel and the note written ahead -------------------------------------------
 
@@ -178,7 +178,7 @@ class Sieve:
         # Screened before the write lock is taken: no other writer waits on redaction.
         previews = (redact(user_message[:_PREVIEW]).text, redact(assistant_message[:_PREVIEW]).text)
         async with self.service.store.transaction() as tx:
-            seq = await logbook.insert(
+            seq = await extraction_log.insert(
                 tx,
                 digest=digest(user_message, assistant_message, session_id),
                 session_id=session_id,
@@ -194,7 +194,7 @@ class Sieve:
     async def resume(self, user_message: str, assistant_message: str, session_id: str | None) -> Prepared | None:
         """The pending run of this exchange, when `begin` ran in an earlier round of the call."""
         async with self.service.store.reading() as tx:
-            entry = await logbook.pending(tx, digest(user_message, assistant_message, session_id))
+            entry = await extraction_log.pending(tx, digest(user_message, assistant_message, session_id))
         if entry is None:
             return None
         return Prepared(
@@ -266,7 +266,7 @@ class Sieve:
             else:
                 deep = ChannelReport(outcome="skipped", detail=skipped or "Skipped.", items=[])
         async with self.service.store.transaction() as tx:
-            await logbook.settle(tx, prepared.run, deep, now)
+            await extraction_log.settle(tx, prepared.run, deep, now)
         parts = [prepared.fast.detail, deep.detail]
         if note is not None:
             parts.append(f"The exchange is kept as note {note}.")
@@ -396,6 +396,6 @@ class Sieve:
             return []
         return [hit.content for hit in found.hits]
 
-    async def log(self, limit: int = 100) -> list[logbook.LogEntry]:
+    async def log(self, limit: int = 100) -> list[extraction_log.LogEntry]:
         async with self.service.store.reading() as tx:
-            return await logbook.recent(tx, limit)
+            return await extraction_log.recent(tx, limit)
