@@ -33,7 +33,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-# Debian's chromium and a CJK font for tests/test_dashboard_browser.py, when missing (apt-get).
+# Debian's chromium and a CJK font for tests/http/test_dashboard_browser.py, when missing (apt-get).
 browser:
 	bash .ci/install-browser
 
@@ -49,7 +49,7 @@ test: lint typecheck unit
 
 # The Node.js checks, each pinned in its own folder under .ci with a lockfile, installed by `npm ci`
 # again whenever the lockfile changes; npm must be installed (CI machines have it):
-# - .ci/inspector: the MCP Inspector, and the message schemas tests/test_wire_schemas.py applies;
+# - .ci/inspector: the MCP Inspector, and the message schemas tests/server/test_wire_schemas.py applies;
 # - .ci/conformance: the MCP conformance suite with the Node.js it needs (>= 22, the npm package
 #   `node`: no system Node.js of that version is required).
 .ci/%/node_modules/.installed-stamp: .ci/%/package.json .ci/%/package-lock.json

@@ -46,10 +46,10 @@ import psycopg
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from mcp_memory_server.config.config import Config
-from mcp_memory_server.memory.service import MemoryService
-from mcp_memory_server.store.store import Store
-from mcp_memory_server.text.segmenter import Segmenter
+from mcp_memory_server.config import Config
+from mcp_memory_server.memory import MemoryService
+from mcp_memory_server.store import Store
+from mcp_memory_server.text import Segmenter
 from tests import pg_server
 
 from .data import chinese, locomo_turns, memorybank_turns

@@ -19,10 +19,10 @@ from typing import Any
 
 import anyio
 
-from mcp_memory_server.config.config import Config
-from mcp_memory_server.memory.service import MemoryService
-from mcp_memory_server.store.store import Store
-from mcp_memory_server.text.segmenter import Segmenter
+from mcp_memory_server.config import Config
+from mcp_memory_server.memory import MemoryService
+from mcp_memory_server.store import Store
+from mcp_memory_server.text import Segmenter
 
 from .latency import _corpus, _queries, segmenter_cache
 

@@ -20,12 +20,10 @@ from typing import Any
 
 import anyio
 
-from mcp_memory_server.config.config import Config
-from mcp_memory_server.store.store import Store
-from mcp_memory_server.text.segmenter import Segmenter
-from mcp_memory_server.transfer.importing import ImportSummary, import_text
-from mcp_memory_server.transfer.json_transfer import export_json
-from mcp_memory_server.transfer.markdown import render_store
+from mcp_memory_server.config import Config
+from mcp_memory_server.store import Store
+from mcp_memory_server.text import Segmenter
+from mcp_memory_server.transfer import ImportSummary, export_json, import_text, render_store
 
 from .latency import _corpus, segmenter_cache
 

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from mcp_memory_server.text.segmenter import Segmenter
+from mcp_memory_server.text import Segmenter
 
 from .data import Corpus, Query, chinese, locomo
 from .retrievers import OfficialRetriever, OursInProcess, OursStdio, PlainFts5, Retriever, TrigramFts5

@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Protocol
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from mcp_memory_server.config.config import Config
-from mcp_memory_server.memory.service import MemoryService
-from mcp_memory_server.store.store import Store
-from mcp_memory_server.text.segmenter import Segmenter
+from mcp_memory_server.config import Config
+from mcp_memory_server.memory import MemoryService
+from mcp_memory_server.store import Store
+from mcp_memory_server.text import Segmenter
 
 if TYPE_CHECKING:
     from tests.pg_server import PgServer

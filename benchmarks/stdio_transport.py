@@ -12,7 +12,7 @@ turn so that the load of a shared machine falls on all variants alike; also spaw
 weighed for each schema variant: compact JSON bytes of the result, and bytes / 4 as a rough
 token count.
 
---malformed sends each malformed line of tests/test_stdio_malformed.py, then a line over the
+--malformed sends each malformed line of tests/server/test_stdio_malformed.py, then a line over the
 limit, to both transports over pipes, and prints what came back.
 """
 

@@ -11,14 +11,14 @@ from typing import NoReturn
 import pytest
 from hypothesis import HealthCheck, settings
 
-from mcp_memory_server.config.config import Config
-from mcp_memory_server.memory.service import MemoryService
-from mcp_memory_server.store.store import Store
-from mcp_memory_server.text.segmenter import Segmenter
+from mcp_memory_server.config import Config
+from mcp_memory_server.memory import MemoryService
+from mcp_memory_server.store import Store
+from mcp_memory_server.text import Segmenter
 
 from . import pg_server as pg_server_module
 
-# Hypothesis profiles of tests/test_hostile_input.py, registered here and used only there (other
+# Hypothesis profiles of tests/server/test_hostile_input.py, registered here and used only there (other
 # tests keep Hypothesis's defaults). "hostile-ci" draws the same examples on every run and keeps no
 # example database, so a failure in CI fails again on any machine; "hostile-explore"
 # (HOSTILE_PROFILE=explore) draws new ones each run and remembers failures in .hypothesis/.

@@ -1,5 +1,5 @@
 """Every regular expression of the package, found by looking into its modules, and the hostile texts
-that `tests/test_regex_linear.py` and `benchmarks/redaction.py` run them on.
+that `tests/text/test_regex_linear.py` and `benchmarks/redaction.py` run them on.
 
 Patterns are found where they live: module globals that are compiled patterns or `LazyPattern`s,
 also inside the tuples, lists, dicts and dataclasses of rule tables (redaction rules, signal

@@ -8,7 +8,7 @@ from typing import Any
 
 import psycopg
 
-from mcp_memory_server.config.config import Config
+from mcp_memory_server.config import Config
 from mcp_memory_server.store.postgres.translate import translate
 
 

@@ -213,7 +213,7 @@ def _positional(hint: Any) -> list[str]:
 def _store_operations() -> Iterator[tuple[str, Callable[..., Any]]]:
     """The store's operations for the rest of the package: the public methods of `Store` and
     `Tx`, and the public functions of the store's modules that take a `Tx`."""
-    from mcp_memory_server.store.store import Store
+    from mcp_memory_server.store import Store
     from mcp_memory_server.store.tx import Tx
 
     for cls in (Store, Tx):

@@ -24,10 +24,9 @@ from mcp.server.mcpserver import MCPServer
 from mcp_types import Prompt, Tool
 
 from mcp_memory_server.cli import commands as cli
-from mcp_memory_server.config import ENV_VARS
-from mcp_memory_server.config.config import Config, default_cache_dir, default_db_path
-from mcp_memory_server.server.build import build_server
-from mcp_memory_server.text.segmenter import Segmenter
+from mcp_memory_server.config import ENV_VARS, Config, default_cache_dir, default_db_path
+from mcp_memory_server.server import build_server
+from mcp_memory_server.text import Segmenter
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"

@@ -17,7 +17,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from mcp_memory_server.config.config import Config
+from mcp_memory_server.config import Config
 
 from . import rawdb
 from .http_server import http_client, http_server

@@ -14,8 +14,7 @@ import pytest
 from jsonschema import Draft7Validator
 
 from mcp_memory_server import __version__
-from mcp_memory_server.config import ENV_VARS, EnvVar
-from mcp_memory_server.config.config import Config
+from mcp_memory_server.config import ENV_VARS, Config, EnvVar
 from mcp_memory_server.errors import InvalidInput
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,5 +1,5 @@
 // Validates messages a server sent against the Zod schemas TypeScript MCP clients apply
-// (@modelcontextprotocol/core, pinned in package.json). Used by tests/test_wire_schemas.py.
+// (@modelcontextprotocol/core, pinned in package.json). Used by tests/server/test_wire_schemas.py.
 //
 // stdin: a JSON array of {"message": <one JSON-RPC message>, "method": <the method of the request a
 // response answers; absent for requests and notifications>}.

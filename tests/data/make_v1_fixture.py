@@ -20,11 +20,11 @@ from tempfile import TemporaryDirectory
 import anyio
 
 import mcp_memory_server
-from mcp_memory_server.config.config import Config
-from mcp_memory_server.memory.service import MemoryService
+from mcp_memory_server.config import Config
+from mcp_memory_server.memory import MemoryService
+from mcp_memory_server.store import Store
 from mcp_memory_server.store.sqlite.schema import MIGRATIONS
-from mcp_memory_server.store.store import Store
-from mcp_memory_server.text.segmenter import Segmenter
+from mcp_memory_server.text import Segmenter
 
 START = datetime(2026, 1, 5, 9, 30, tzinfo=UTC)
 
