@@ -37,7 +37,8 @@ from mcp_memory_server.store import Store
 from . import rawdb
 from .http_server import Served, http_client, http_server
 
-pytestmark = pytest.mark.anyio
+# One worker runs this module (pytest-xdist): its server starts once.
+pytestmark = [pytest.mark.anyio, pytest.mark.xdist_group("import_limits")]
 
 SMALL = 64 * 1024  # MCP_MEMORY_MAX_BODY of the in-process tests
 CAP, VALUES, ITEMS = 16 * SMALL, SMALL, SMALL // 32
