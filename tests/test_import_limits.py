@@ -243,7 +243,7 @@ def api(served: Served, namespace: str) -> httpx2.Client:
     return httpx2.Client(
         base_url=f"http://127.0.0.1:{served.port}/ui/api",
         headers={"Authorization": f"Bearer {TOKENS[namespace]}"},
-        timeout=120,
+        timeout=60,  # a request that hangs fails here, before the test's own bound (120 s)
     )
 
 
