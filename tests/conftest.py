@@ -75,6 +75,20 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "xdist_group(name): tests that pytest-xdist runs on one worker")
 
 
+def _declared_bound(item: pytest.Item) -> float:
+    mark = item.get_closest_marker("timeout")
+    return float(mark.args[0]) if mark is not None and mark.args else 0.0
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist, the tests that declare a bound above the global timeout (the long ones:
+    hostile input, the Inspector, reliability) are handed out first, the longest bound first, so
+    that no worker is left running one of them alone at the end. Run in one process, the tests
+    keep their files' order."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        items.sort(key=lambda item: -_declared_bound(item))  # stable: the rest keep their order
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """A test module that sets `BACKENDS = ("sqlite", "postgresql")` runs each of its tests that
     use the `config` fixture (or one built on it) once per backend, but those marked sqlite_only."""
