@@ -42,8 +42,11 @@ browser:
 postgres:
 	bash .ci/install-postgres
 
+# The tests in parallel, one worker per core (pytest-xdist; TEST_WORKERS=0 runs them in one process).
+TEST_WORKERS ?= auto
+
 unit: $(STAMP) browser postgres
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS)
 
 test: lint typecheck unit
 

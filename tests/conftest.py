@@ -1,8 +1,13 @@
-"""Shared fixtures: real SQLite files in tmp_path, one jieba load per test session, one throwaway
-PostgreSQL cluster per test session (started only when a test asks for it)."""
+"""Shared fixtures: real SQLite files in tmp_path, one jieba load per test process, one throwaway
+PostgreSQL cluster per test process (started only when a test asks for it).
+
+Under pytest-xdist (`make unit`) every worker is a test process of its own: its own tmp_path
+tree, its own cluster on a free port. Only jieba's dictionary cache is shared, built once by
+whichever worker comes first."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -38,18 +43,50 @@ def anyio_backend() -> str:
 
 @pytest.fixture(scope="session")
 def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("cache")
+    """The cache directory (jieba's compiled dictionary) the tests' stores and servers read. Under
+    pytest-xdist it is one for all workers, beside their own temporary trees (the parent of each
+    worker's base directory is the run's): the cache is written atomically (a temporary file
+    renamed), so a reader never sees half of it."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent
+    path = base / "cache"
+    path.mkdir(exist_ok=True)
+    return path
 
 
 @pytest.fixture(scope="session")
 def segmenter(cache_dir: Path) -> Segmenter:
-    seg = Segmenter(cache_dir)
-    seg.wait_sync()
+    """jieba with the dictionary cache built; the first worker builds it (about 4 s of CPU) while
+    the others wait on the lock, then load what it wrote."""
+    with (cache_dir.parent / "cache.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            seg = Segmenter(cache_dir)
+            seg.wait_sync()
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
     return seg
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "sqlite_only: a test of SQLite itself, not run on PostgreSQL")
+    # pytest-xdist registers it too; named here so --strict-markers holds with the plugin off (-p no:xdist).
+    config.addinivalue_line("markers", "xdist_group(name): tests that pytest-xdist runs on one worker")
+
+
+def _declared_bound(item: pytest.Item) -> float:
+    mark = item.get_closest_marker("timeout")
+    return float(mark.args[0]) if mark is not None and mark.args else 0.0
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist, the tests that declare a bound above the global timeout (the long ones:
+    hostile input, the Inspector, reliability) are handed out first, the longest bound first, so
+    that no worker is left running one of them alone at the end. Run in one process, the tests
+    keep their files' order."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        items.sort(key=lambda item: -_declared_bound(item))  # stable: the rest keep their order
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -97,9 +134,10 @@ def _pg_unavailable(reason: str) -> NoReturn:
 
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[pg_server_module.PgServer]:
-    """One throwaway PostgreSQL cluster for the test session (tests/pg_server.py), started on first
-    use, stopped and removed at the end. Without the server binaries: a failure in CI (`CI` set), a
-    skip elsewhere."""
+    """One throwaway PostgreSQL cluster for this test process (tests/pg_server.py; under
+    pytest-xdist one per worker that needs it: 2 s to start, and no database name or connection
+    limit shared between workers), started on first use, stopped and removed at the end. Without
+    the server binaries: a failure in CI (`CI` set), a skip elsewhere."""
     try:
         server = pg_server_module.start()
     except pg_server_module.PostgresMissing as missing:
@@ -112,13 +150,13 @@ def pg_server() -> Iterator[pg_server_module.PgServer]:
 
 @pytest.fixture(scope="session")
 def pg_url(pg_server: pg_server_module.PgServer) -> str:
-    """The URL of the session cluster's database (shared by every test that uses it)."""
+    """The URL of the cluster's database (shared by every test of this process that uses it)."""
     return pg_server.url()
 
 
 @pytest.fixture
 def pg_db(pg_server: pg_server_module.PgServer) -> Iterator[str]:
-    """A fresh empty database of the session cluster for one test (CREATE DATABASE ... TEMPLATE
+    """A fresh empty database of the process's cluster for one test (CREATE DATABASE ... TEMPLATE
     template0), dropped afterwards; its URL."""
     with pg_server.database() as url:
         yield url

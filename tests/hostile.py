@@ -350,13 +350,14 @@ def tool_arguments(schema: Mapping[str, Any]) -> Strategy:
     the time) valid or hostile, and now and then an argument it does not have."""
     properties: Mapping[str, Any] = schema.get("properties", {})
     required = set(schema.get("required", ()))
+    values = {name: hostile(ARGUMENTS[name]) for name in properties}  # built once, drawn from often
 
     @st.composite
     def build(draw: Callable[[Strategy], Any]) -> dict[str, Any]:
         args: dict[str, Any] = {}
         for name in properties:
             if draw(st.integers(0, 9)) < (9 if name in required else 5):
-                args[name] = draw(hostile(ARGUMENTS[name]))
+                args[name] = draw(values[name])
         if draw(st.integers(0, 14)) == 0:
             args[draw(st.sampled_from(EXTRA_NAMES))] = draw(json_values)
         return args

@@ -27,7 +27,8 @@ from mcp_memory_server.http.dashboard import UI_DIR
 
 from ..http_server import Served, command, dashboard_server, free_port, http_client, http_server
 
-pytestmark = pytest.mark.anyio
+# One worker runs this module (pytest-xdist): its server starts once.
+pytestmark = [pytest.mark.anyio, pytest.mark.xdist_group("dashboard_api")]
 
 NAMESPACES = ("alice", "bob", "pages", "search", "edits", "batch", "transfer", "profile", "log", "notify", "bad")
 TOKENS = {ns: f"{ns}-token-0123456789abcdef" for ns in NAMESPACES}

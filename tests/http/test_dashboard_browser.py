@@ -21,6 +21,9 @@ from playwright.sync_api import BrowserContext, Page, Playwright, expect
 from ..dashboard_browser import Api, browser_context, driver, seed
 from ..http_server import Served, dashboard_server, http_client, http_server
 
+# One worker runs this module (pytest-xdist): its server and browser start once.
+pytestmark = pytest.mark.xdist_group("dashboard_browser")
+
 # Room for a busy machine (2 cores shared with other work): how long a check waits, not a timing assertion.
 expect.set_options(timeout=15_000)
 

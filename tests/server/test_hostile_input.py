@@ -339,8 +339,9 @@ async def test_every_tool_answers_hostile_calls_clearly_and_a_rejected_call_chan
     h = harness
     for tool in h.tools.values():  # every parameter has a strategy; a new one fails here
         assert set(tool.input_schema.get("properties", {})) <= set(hostile.ARGUMENTS), tool.name
-    calls = st.sampled_from(sorted(h.tools)).flatmap(
-        lambda name: st.tuples(st.just(name), hostile.tool_arguments(h.tools[name].input_schema))
+    # One strategy per tool, built once (a strategy built for every example costs more than the call).
+    calls = st.one_of(
+        [st.tuples(st.just(name), hostile.tool_arguments(h.tools[name].input_schema)) for name in sorted(h.tools)]
     )
 
     async def check(call: tuple[str, dict[str, Any]]) -> None:
@@ -375,14 +376,16 @@ async def test_every_prompt_answers_hostile_arguments_clearly(harness: Harness) 
     h = harness
     prompts = {p.name: tuple(a.name for a in p.arguments or ()) for p in (await h.client.list_prompts()).prompts}
     assert set(prompts) == PROMPTS
-    names = hostile.weighted((12, st.sampled_from(sorted(prompts))), (1, st.sampled_from(("nope", "", "Extract"))))
     wrong_types = st.dictionaries(st.sampled_from(("user_message", "information", "x")), hostile.json_values)
-    calls = names.flatmap(
-        lambda name: st.tuples(
-            st.just(name),
-            hostile.weighted((9, hostile.prompt_arguments(prompts.get(name, ("information",)))), (1, wrong_types)),
+
+    def prompt_calls(names: list[str]) -> st.SearchStrategy[tuple[str, dict[str, Any]]]:
+        """Calls of each prompt in `names` (equally often), its arguments built once."""
+        arguments = {name: hostile.prompt_arguments(prompts.get(name, ("information",))) for name in names}
+        return st.one_of(
+            [st.tuples(st.just(name), hostile.weighted((9, arguments[name]), (1, wrong_types))) for name in names]
         )
-    )
+
+    calls = hostile.weighted((12, prompt_calls(sorted(prompts))), (1, prompt_calls(["nope", "", "Extract"])))
 
     async def check(call: tuple[str, dict[str, Any]]) -> None:
         h.tally[f"prompt {call[0]}"] += 1

@@ -30,7 +30,8 @@ from mcp_memory_server.errors import InvalidInput
 
 from ..http_server import Served, http_client, http_server
 
-pytestmark = pytest.mark.anyio
+# One worker runs this module (pytest-xdist): each replica pair starts once.
+pytestmark = [pytest.mark.anyio, pytest.mark.xdist_group("replicas")]
 
 ERAS = ["legacy", "auto"]  # the initialize handshake (2025-11-25), and 2026-07-28 (no handshake)
 ALICE, BOB = "alice-token-0123456789abcdef", "bob-token-0123456789abcdef"

@@ -7,7 +7,8 @@ hostile texts of 10 KB and 100 KB: long digit and letter runs after every label 
 knows, token prefixes followed by their alphabet, near-miss tokens over and over, runs of
 separators, blanks, newlines and Chinese. Linear time makes the 100 KB texts about 10x slower; the
 bound is 30x (with a floor for times too short to measure), and a pattern that spins for seconds
-on one text is stopped and named. The bounds only catch hangs and quadratic or worse growth:
+on one text is stopped and named. Times are the CPU time of the test's thread, which a busy
+machine does not inflate. The bounds only catch hangs and quadratic or worse growth:
 timings belong to `benchmarks/redaction.py`."""
 
 from __future__ import annotations
@@ -50,10 +51,12 @@ THE_WRITE = "aws_secret_access_key=123456789012345678901234567890123456789a"  # 
 
 
 def seconds(work: Callable[[], object]) -> float:
+    """The CPU time `work` takes in this thread: unlike the clock on the wall, it does not grow
+    when other processes (other test workers, other jobs on the machine) take the cores."""
     with cpu_limit(CPU_LIMIT):
-        start = time.perf_counter()
+        start = time.thread_time()
         work()
-        return time.perf_counter() - start
+        return time.thread_time() - start
 
 
 def run_pattern(pattern: re.Pattern[str], text: str) -> Callable[[], object]:
@@ -67,16 +70,19 @@ def run_pattern(pattern: re.Pattern[str], text: str) -> Callable[[], object]:
 
 
 def too_slow(small: Callable[[], object], large: Callable[[], object]) -> str | None:
-    """Why the 100 KB run is out of bounds, or None; measured twice before it is believed (the
-    machine may be busy)."""
+    """Why the 100 KB run is out of bounds, or None; when out of bounds, measured twice more and
+    the fastest runs kept before it is believed (caches and frequency still vary on a busy
+    machine; a quadratic pattern is out of bounds every time)."""
     try:
         a, b = seconds(small), seconds(large)
-        if b > RATIO * max(a, FLOOR) or b > 2.0:
+        for _ in range(2):
+            if b <= RATIO * max(a, FLOOR) and b <= 2.0:
+                break
             a, b = min(a, seconds(small)), min(b, seconds(large))
     except CpuLimitReached:
         return f"more than {CPU_LIMIT} s of CPU"
     if b > RATIO * max(a, FLOOR) or b > 2.0:
-        return f"{a * 1000:.1f} ms at 10 KB, {b * 1000:.1f} ms at 100 KB"
+        return f"{a * 1000:.1f} ms at 10 KB, {b * 1000:.1f} ms at 100 KB of CPU"
     return None
 
 

@@ -10,6 +10,9 @@ import pytest
 
 from mcp_memory_server.text.segmenter import Dictionary, Segmenter
 
+# One worker runs this module (pytest-xdist): jieba's own dictionary is built once.
+pytestmark = pytest.mark.xdist_group("segmenter")
+
 SENTENCES = [
     "我在用雾凇拼音输入法",
     "What do I usually drink in the morning? 我早上一般喝拿铁咖啡。",

@@ -36,7 +36,8 @@ from mcp_memory_server.transfer import export_json, import_bytes, import_text
 from .. import rawdb
 from ..http_server import Served, http_client, http_server
 
-pytestmark = pytest.mark.anyio
+# One worker runs this module (pytest-xdist): its server starts once.
+pytestmark = [pytest.mark.anyio, pytest.mark.xdist_group("import_limits")]
 
 SMALL = 64 * 1024  # MCP_MEMORY_MAX_BODY of the in-process tests
 CAP, VALUES, ITEMS = 16 * SMALL, SMALL, SMALL // 32
@@ -245,7 +246,7 @@ def api(served: Served, namespace: str) -> httpx2.Client:
     return httpx2.Client(
         base_url=f"http://127.0.0.1:{served.port}/ui/api",
         headers={"Authorization": f"Bearer {TOKENS[namespace]}"},
-        timeout=120,
+        timeout=60,  # a request that hangs fails here, before the test's own bound (120 s)
     )
 
 
