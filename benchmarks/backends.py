@@ -1,6 +1,7 @@
 """SQLite and PostgreSQL in one run, on the same data: recall latency (in-process and through a
-real stdio server), write throughput (remember one call at a time, bulk import) and concurrent
-writers (server processes writing at once, as replicas or several clients would).
+real stdio server), recall's rankings (which must be identical, query by query: the run fails
+otherwise), write throughput (remember one call at a time, bulk import) and concurrent writers
+(server processes writing at once, as replicas or several clients would).
 
     python -m benchmarks.backends [--backend sqlite|postgresql|both] [--sizes 10000,100000]
                                   [--queries 200] [--writers 4,8] [--writes 100] [--durable] [--near]
@@ -91,9 +92,11 @@ def _server(db: str) -> StdioServerParameters:
     return StdioServerParameters(command=command, args=["--db", db], env=env)
 
 
-async def load_and_recall(db: str, size: int, queries: int, segmenter: Segmenter) -> dict[str, float]:
+async def load_and_recall(
+    db: str, size: int, queries: int, segmenter: Segmenter
+) -> tuple[dict[str, float], list[list[str]]]:
     """`size` memories (REMEMBERED one by one, the rest by bulk import), then recall in-process and
-    over stdio."""
+    over stdio; also each query's ranking (the hits' contents, best first), to compare backends."""
     texts = _corpus(size)
     row: dict[str, float] = {}
     async with Store(_config(db), segmenter) as store:
@@ -107,6 +110,7 @@ async def load_and_recall(db: str, size: int, queries: int, segmenter: Segmenter
         row["remember_created"] = actions["created"]
         await import_and_recall(service, texts[REMEMBERED:], queries, row)
         row["db_mb"] = (await store.stats()).db_bytes / 1e6
+        rankings = [[hit.content for hit in (await service.recall(query=q)).hits] for q in _queries(queries)]
     async with Client(_server(db)) as client:
         await client.call_tool("recall", {"query": "warm up"})
         timings = []
@@ -116,7 +120,7 @@ async def load_and_recall(db: str, size: int, queries: int, segmenter: Segmenter
             timings.append(time.perf_counter() - t)
             assert not result.is_error, result.content
         row["stdio_p50"], row["stdio_p95"] = _pct(timings, 0.5), _pct(timings, 0.95)
-    return row
+    return row, rankings
 
 
 async def concurrent_writers(db: str, writers: int, writes: int) -> dict[str, float]:
@@ -237,10 +241,11 @@ async def run(args: argparse.Namespace) -> None:
                 f" remember / s ({REMEMBERED}, created) | bulk import / s | database |"
             )
             print("|---|---|---|---|---|---|---|---|")
+        ranked: dict[tuple[int, str], list[list[str]]] = {}
         for size in sizes:
             for backend in chosen:
                 with backend.fresh(f"size-{size}") as db:
-                    r = await load_and_recall(db, size, args.queries, segmenter)
+                    r, ranked[size, backend.name] = await load_and_recall(db, size, args.queries, segmenter)
                 print(
                     f"| {size:,} | {backend.name} | {r['inproc_p50']:.2f} / {r['inproc_p95']:.2f} ms |"
                     f" {r['stdio_p50']:.2f} / {r['stdio_p95']:.2f} ms | {r['first_recall_ms']:,.0f} ms |"
@@ -248,6 +253,8 @@ async def run(args: argparse.Namespace) -> None:
                     f" {r['db_mb']:.0f} MB |",
                     flush=True,
                 )
+        for size in sizes:
+            compare_rankings(size, {backend.name: ranked[size, backend.name] for backend in chosen})
         if writer_counts:
             print()
             print("| writers × remember calls | backend | calls / s, all writers | call p50 / p95 | created |")
@@ -263,6 +270,20 @@ async def run(args: argparse.Namespace) -> None:
                 )
         if args.near:
             await compare_near(chosen, segmenter)
+
+
+def compare_rankings(size: int, by_backend: dict[str, list[list[str]]]) -> None:
+    """Recall's ranking, query by query: every backend must give the first one's."""
+    (first, a), *others = by_backend.items()
+    for name, b in others:
+        differ = [i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y]
+        print(
+            f"\nrankings at {size:,}, {name} against {first}: identical for {len(a) - len(differ)} of {len(a)} queries"
+        )
+        for i in differ[:5]:
+            print(f"  query {i}: {first} {[t[:30] for t in a[i]]}, {name} {[t[:30] for t in b[i]]}")
+        if differ:
+            raise SystemExit(f"recall ranks differently on {name} and {first} for {len(differ)} queries")
 
 
 async def compare_near(chosen: list[Backend], segmenter: Segmenter) -> None:

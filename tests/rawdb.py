@@ -9,16 +9,28 @@ from typing import Any
 import psycopg
 
 from mcp_memory_server.config import Config
-from mcp_memory_server.store.postgres.translate import translate
+from mcp_memory_server.store.postgres.backend import native_as_text
+
+
+def _pg(sql: str) -> str:
+    """A test's statement, written with `?` parameters and SQLite's case-blind LIKE, as the same
+    statement for PostgreSQL: the tests' few simple statements only (the store's own are written
+    in each dialect)."""
+    return sql.replace("?", "%s").replace(" LIKE ", " ILIKE ")
+
+
+def _connect(url: str, autocommit: bool = True) -> psycopg.Connection[tuple[Any, ...]]:
+    """A connection that reads times and JSON as the store's does (as the text SQLite keeps)."""
+    conn = psycopg.connect(url, autocommit=autocommit)
+    native_as_text(conn)
+    return conn
 
 
 def rows(config: Config, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    """The rows of one statement (in SQLite's dialect, rewritten for PostgreSQL as the store's
-    are), committed."""
+    """The rows of one statement, committed."""
     if config.db_url is not None:
-        t = translate(sql)
-        with psycopg.connect(config.db_url, autocommit=True) as conn:
-            cur = conn.execute(t.sql, list(t.arguments(params)))  # type: ignore[arg-type]
+        with _connect(config.db_url) as conn:
+            cur = conn.execute(_pg(sql), params or None)  # type: ignore[arg-type]
             return cur.fetchall() if cur.description is not None else []
     db = sqlite3.connect(config.db_path)
     try:
@@ -35,9 +47,9 @@ def value(config: Config, sql: str, params: tuple[Any, ...] = ()) -> Any:
 def execute(config: Config, *statements: str) -> None:
     """Run statements in one transaction."""
     if config.db_url is not None:
-        with psycopg.connect(config.db_url) as conn:  # commits at the end of the block
+        with _connect(config.db_url, autocommit=False) as conn:  # commits at the end of the block
             for statement in statements:
-                conn.execute(translate(statement).sql)  # type: ignore[arg-type]
+                conn.execute(_pg(statement))  # type: ignore[arg-type]
         return
     db = sqlite3.connect(config.db_path)
     try:
@@ -59,5 +71,5 @@ def tables(config: Config) -> list[str]:
 
 
 def _pg_rows(url: str, sql: str) -> list[tuple[Any, ...]]:
-    with psycopg.connect(url, autocommit=True) as conn:
+    with _connect(url) as conn:
         return conn.execute(sql).fetchall()  # type: ignore[arg-type]

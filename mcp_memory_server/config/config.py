@@ -198,7 +198,7 @@ def _invalid(error: ValidationError, given: Mapping[str, tuple[EnvVar, str]]) ->
         else:
             var, text = source
             # A secret's value is not echoed: the rule alone.
-            told = problems(one) if not var.secret else problems(one).split(" (got ")[0]
+            told = problems(one).replace(text, redact_url(text)) if not var.secret else problems(one).split(" (got ")[0]
             sentences.append(f"{var.name}={_shown(var, text)} is not valid: {told}")
     return InvalidInput("; ".join(sentences))
 

@@ -9,8 +9,8 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from .draft_values import MEMORY_ROW
-from .rows import HISTORY_COLUMNS, columns, scalar, scalars
+from .draft_values import FTS_ROW
+from .rows import scalar, scalars
 from .tx import Tx
 
 __all__ = [
@@ -31,15 +31,12 @@ __all__ = [
     "working_memories",
 ]
 
-_MEMORY = MEMORY_ROW  # every column of a memory: the archive has them all, and two more
-_CHUNK = 500  # seqs per statement: a few thousand parameters at most
+_CHUNK = 500  # seqs per statement
 
 
-def _chunks(seqs: Sequence[int]) -> Iterator[tuple[list[int], str]]:
-    """The seqs in chunks, each with its `?, ?, ...` placeholders."""
+def _chunks(seqs: Sequence[int]) -> Iterator[list[int]]:
     for start in range(0, len(seqs), _CHUNK):
-        chunk = list(seqs[start : start + _CHUNK])
-        yield chunk, ",".join("?" * len(chunk))
+        yield list(seqs[start : start + _CHUNK])
 
 
 class Archived(NamedTuple):
@@ -77,30 +74,16 @@ class WorkingMemory(NamedTuple):
 async def archive(tx: Tx, reasons: Mapping[int, str], at: str) -> list[int]:
     """Move live memories (seq -> reason) to the archive with their history; their full-text rows
     go, and the change is logged so every process's index drops them. Returns the seqs moved."""
+    sql = tx._sql
     moved: list[int] = []
-    for chunk, marks in _chunks(list(reasons)):
-        why = " ".join("WHEN ? THEN ?" for _ in chunk)
-        found = sorted(
-            await scalars(
-                tx._conn,
-                f"INSERT INTO memory_archive ({_MEMORY}, archived_at, archive_reason)"
-                f" SELECT {_MEMORY}, ?, CASE seq {why} END"
-                f" FROM memories WHERE seq IN ({marks}) AND +namespace = ? RETURNING seq",
-                (at, *(v for seq in chunk for v in (seq, reasons[seq])), *chunk, tx.namespace),
-            )
-        )
+    for chunk in _chunks(list(reasons)):
+        statement, args = sql.archive_move(at, [(seq, reasons[seq]) for seq in chunk], tx.namespace)
+        found = sorted(await scalars(tx._conn, statement, args))
         if not found:
             continue
-        marks = ",".join("?" * len(found))
         # History first: memory_history's rows would otherwise go with their memory (ON DELETE CASCADE).
-        await tx._conn.execute(
-            f"INSERT INTO memory_history_archive ({HISTORY_COLUMNS}) SELECT {HISTORY_COLUMNS} FROM memory_history"
-            f" WHERE memory_seq IN ({marks}) ORDER BY seq",
-            found,
-        )
-        await tx._conn.execute(f"DELETE FROM memory_history WHERE memory_seq IN ({marks})", found)
-        await tx._conn.execute(f"DELETE FROM memory_fts WHERE rowid IN ({marks})", found)
-        await tx._conn.execute(f"DELETE FROM memories WHERE seq IN ({marks})", found)
+        for statement in (sql.archive_history, sql.delete_history, sql.delete_fts, sql.delete_memories):
+            await tx._conn.execute(statement, (sql.array(found),))
         await tx.log(found)
         await tx.profile_forget(found)  # it may cite or quote what is gone
         moved += found
@@ -111,20 +94,10 @@ async def restore(tx: Tx, seqs: Sequence[int], at: str) -> None:
     """Move archived memories back under their own seqs, with their history and a new full-text
     row. Restoring counts as an access (last_accessed = `at`), so the next cleanup does not
     archive them again at once. The caller has made sure that their keys are free."""
-    columns = _MEMORY.replace("last_accessed", "?")
-    for chunk, marks in _chunks(seqs):
-        await tx._conn.execute(
-            f"INSERT INTO memories ({_MEMORY}) SELECT {columns} FROM memory_archive"
-            f" WHERE seq IN ({marks}) AND +namespace = ?",
-            (at, *chunk, tx.namespace),
-        )
-        rows = list(
-            await tx._conn.execute_fetchall(
-                "SELECT seq, content, key, tags, category FROM memory_archive"
-                f" WHERE seq IN ({marks}) AND +namespace = ?",
-                (*chunk, tx.namespace),
-            )
-        )
+    sql = tx._sql
+    for chunk in _chunks(seqs):
+        await tx._conn.execute(sql.restore_memories, (at, sql.array(chunk), tx.namespace))
+        rows = list(await tx._conn.execute_fetchall(sql.restore_sources, (sql.array(chunk), tx.namespace)))
         if not rows:
             continue
         values: list[Any] = []
@@ -132,19 +105,10 @@ async def restore(tx: Tx, seqs: Sequence[int], at: str) -> None:
         for seq, content, key, tags, category in rows:
             values += (seq, *tx.index_row(content, key, json.loads(tags), category))
             found.append(seq)
-        await tx._conn.execute(
-            "INSERT INTO memory_fts (rowid, content, key, tags, category) VALUES "
-            + ", ".join(["(?, ?, ?, ?, ?)"] * len(rows)),
-            values,
-        )
-        marks = ",".join("?" * len(found))
-        await tx._conn.execute(
-            f"INSERT INTO memory_history ({HISTORY_COLUMNS}) SELECT {HISTORY_COLUMNS} FROM memory_history_archive"
-            f" WHERE memory_seq IN ({marks}) ORDER BY seq",
-            found,
-        )
-        await tx._conn.execute(f"DELETE FROM memory_history_archive WHERE memory_seq IN ({marks})", found)
-        await tx._conn.execute(f"DELETE FROM memory_archive WHERE seq IN ({marks})", found)
+        await tx._conn.execute(sql.insert_rows("memory_fts", FTS_ROW, 5, len(rows)), values)
+        # History before its archived memory goes (ON DELETE CASCADE).
+        for statement in (sql.restore_history, sql.delete_archived_history, sql.delete_archived):
+            await tx._conn.execute(statement, (sql.array(found),))
         await tx.log(found)
         await tx.profile_stale()  # a restored memory may be about the user
 
@@ -152,11 +116,8 @@ async def restore(tx: Tx, seqs: Sequence[int], at: str) -> None:
 async def archived(tx: Tx, seqs: Sequence[int]) -> list[Archived]:
     """Those of `seqs` in this namespace's archive."""
     found: list[Archived] = []
-    for chunk, marks in _chunks(seqs):
-        rows = await tx._conn.execute_fetchall(
-            f"SELECT {columns(Archived)} FROM memory_archive WHERE seq IN ({marks}) AND +namespace = ?",
-            (*chunk, tx.namespace),
-        )
+    for chunk in _chunks(seqs):
+        rows = await tx._conn.execute_fetchall(tx._sql.archived_keys, (tx._sql.array(chunk), tx.namespace))
         found += map(Archived._make, rows)
     return found
 
@@ -164,12 +125,8 @@ async def archived(tx: Tx, seqs: Sequence[int]) -> list[Archived]:
 async def live_seqs(tx: Tx, seqs: Sequence[int]) -> set[int]:
     """Those of `seqs` that are live memories of this namespace."""
     found: set[int] = set()
-    for chunk, marks in _chunks(seqs):
-        found.update(
-            await scalars(
-                tx._conn, f"SELECT seq FROM memories WHERE seq IN ({marks}) AND +namespace = ?", (*chunk, tx.namespace)
-            )
-        )
+    for chunk in _chunks(seqs):
+        found.update(await scalars(tx._conn, tx._sql.live_seqs, (tx._sql.array(chunk), tx.namespace)))
     return found
 
 
@@ -177,15 +134,12 @@ async def key_holders(tx: Tx, keys: Sequence[str]) -> dict[str, int]:
     """key -> seq of the live memory holding it, for those of `keys` that are taken."""
     if not keys:
         return {}
-    rows = await tx._conn.execute_fetchall(
-        "SELECT key, seq FROM memories WHERE namespace = ? AND key IN (SELECT value FROM json_each(?))",
-        (tx.namespace, json.dumps(list(keys), ensure_ascii=False)),
-    )
+    rows = await tx._conn.execute_fetchall(tx._sql.key_holders, (tx.namespace, tx._sql.array(keys)))
     return dict(rows)  # key -> seq
 
 
 async def live_count(tx: Tx) -> int:
-    return int(await scalar(tx._conn, "SELECT count(*) FROM memories WHERE namespace = ?", (tx.namespace,)))
+    return int(await scalar(tx._conn, tx._sql.live_count, (tx.namespace,)))
 
 
 async def cleanup_rows(
@@ -199,27 +153,7 @@ async def cleanup_rows(
     holding a key, the newest); copies holding a key are never selected, as clients refer to the
     key. Only groups of more than one memory are ranked, so the window sorts few rows."""
     rows = await tx._conn.execute_fetchall(
-        f"""WITH copies AS (
-               SELECT category, content_hash FROM memories WHERE namespace = :ns
-               GROUP BY category, content_hash HAVING count(*) > 1
-           ), keepers AS (
-               SELECT m.seq, first_value(m.seq) OVER (
-                   PARTITION BY m.category, m.content_hash
-                   ORDER BY m.importance DESC, m.access_count DESC, m.key IS NULL, m.updated_at DESC, m.seq DESC
-               ) AS keeper
-               FROM copies c JOIN memories m
-               ON m.namespace = :ns AND m.category = c.category AND m.content_hash = c.content_hash
-           )
-           SELECT {columns(CleanupRow)} FROM (
-               SELECT m.seq, m.content, m.category, m.importance, m.access_count, m.source, m.created_at,
-                   m.last_accessed,
-                   m.access_count < :accesses AND m.last_accessed < :unused_before AS unused,
-                   m.importance < :low AND m.last_accessed < :stale_before AS low_importance,
-                   CASE WHEN m.key IS NULL AND k.keeper != m.seq THEN k.keeper END AS duplicate_of
-               FROM memories m LEFT JOIN keepers k ON k.seq = m.seq
-               WHERE m.namespace = :ns
-           ) AS selected WHERE unused OR low_importance OR duplicate_of IS NOT NULL
-           ORDER BY last_accessed, seq""",
+        tx._sql.cleanup_rows,
         {
             "ns": tx.namespace,
             "accesses": unused_accesses,
@@ -237,33 +171,24 @@ async def cleanup_rows(
 
 async def idle_sessions(tx: Tx, before: str) -> list[IdleSession]:
     """The sessions with no activity since `before`."""
-    rows = await tx._conn.execute_fetchall(
-        f"SELECT {columns(IdleSession)} FROM sessions WHERE namespace = ? AND updated_at < ? ORDER BY updated_at",
-        (tx.namespace, before),
-    )
+    rows = await tx._conn.execute_fetchall(tx._sql.idle_sessions, (tx.namespace, before))
     return [IdleSession._make(r) for r in rows]
 
 
 async def working_memories(tx: Tx, session_id: str) -> list[WorkingMemory]:
     """A session's working-tier memories."""
-    rows = await tx._conn.execute_fetchall(
-        f"SELECT {columns(WorkingMemory)} FROM memories"
-        " WHERE namespace = ? AND session_id = ? AND tier = 'working' ORDER BY seq",
-        (tx.namespace, session_id),
-    )
+    rows = await tx._conn.execute_fetchall(tx._sql.working_memories, (tx.namespace, session_id))
     return [WorkingMemory._make(r) for r in rows]
 
 
 async def promote(tx: Tx, seqs: Sequence[int]) -> None:
     """Working memories become core (long-term); their value and timestamps stay as they are."""
-    for chunk, marks in _chunks(seqs):
-        await tx._conn.execute(
-            f"UPDATE memories SET tier = 'core' WHERE seq IN ({marks}) AND +namespace = ?", (*chunk, tx.namespace)
-        )
+    for chunk in _chunks(seqs):
+        await tx._conn.execute(tx._sql.promote, (tx._sql.array(chunk), tx.namespace))
         await tx.log(chunk)
         await tx.profile_stale()  # core memories now: the profile may rest on them
 
 
 async def end_session(tx: Tx, session_id: str) -> None:
-    await tx._conn.execute("DELETE FROM sessions WHERE namespace = ? AND session_id = ?", (tx.namespace, session_id))
+    await tx._conn.execute(tx._sql.end_session, (tx.namespace, session_id))
     tx.log_session(session_id)

@@ -2,17 +2,19 @@
 (sqlite/backend.py, the default) or a PostgreSQL server (postgres/backend.py, chosen by a
 `postgresql://` URL).
 
-The store and the modules that keep their own tables write their SQL once, in SQLite's dialect,
-against a `Conn`; PostgreSQL's connection rewrites each statement (store/postgres/translate.py). Where the two
-cannot share a statement, code asks `Backend.postgres` (or `Tx.postgres`) and says it both ways."""
+Each backend brings its own statements (`Backend.statements`, see store/statements.py), written
+in its own dialect; the store's operations ask for them by name and run them on a `Conn`."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .sqlite.schema import Migration
+
+if TYPE_CHECKING:
+    from .statements import Statements
 
 __all__ = ["CHANGES_CHANNEL", "Backend", "Conn", "Cursor"]
 
@@ -32,8 +34,8 @@ class Cursor(Protocol):
 
 
 class Conn(Protocol):
-    """One connection: aiosqlite's, or PostgreSQL's adapter (pg.PgConn). Parameters are `?` (or
-    `?N`) with a sequence, `:name` with a mapping."""
+    """One connection: aiosqlite's, or PostgreSQL's adapter (postgres/backend.PgConn). Parameters
+    are the backend's own, as its statements write them."""
 
     def execute(self, sql: str, parameters: Any = ..., /) -> Awaitable[Cursor]: ...
 
@@ -42,19 +44,21 @@ class Conn(Protocol):
     def executemany(self, sql: str, parameters: Iterable[Iterable[Any]], /) -> Awaitable[Any]: ...
 
 
-class Copier(Protocol):
-    """PostgreSQL's connections also load many rows in one COPY (bulk writes)."""
-
-    def copy_rows(self, table: str, columns: str, rows: Iterable[Sequence[Any]], /) -> Awaitable[None]: ...
-
-
 class Backend(Protocol):
     """Connections and transactions for one store. The store serialises its own units of work;
     `write()` also serialises writers across processes (SQLite's write lock, a PostgreSQL advisory
     lock), so that a check and the write it decides stay atomic on every backend."""
 
     @property
-    def postgres(self) -> bool: ...
+    def statements(self) -> Statements:
+        """The store's statements in this backend's dialect."""
+        ...
+
+    @property
+    def reads_alongside(self) -> bool:
+        """Whether reads run on connections of their own, alongside each other and the writes
+        (PostgreSQL's pool); SQLite's store has one connection, which its lock hands out."""
+        ...
 
     @property
     def migrations(self) -> Sequence[Migration]: ...

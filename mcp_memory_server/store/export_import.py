@@ -10,21 +10,9 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple, Protocol
 
 from ..models import Draft
-from .draft_values import MEMORY_ROW
+from .draft_values import FTS_ROW, MEMORY_ROW
 from .profile_scrub import PROFILE_KEY
-from .rows import (
-    COLUMNS,
-    HISTORY_COLUMNS,
-    SESSION_COLUMNS,
-    ArchivedRow,
-    HistoryRow,
-    MemoryRow,
-    SessionRow,
-    columns,
-    memory_row,
-    scalar,
-    scalars,
-)
+from .rows import HISTORY_COLUMNS, ArchivedRow, HistoryRow, MemoryRow, SessionRow, memory_row, scalar, scalars
 from .tx import Tx
 
 __all__ = [
@@ -43,15 +31,6 @@ __all__ = [
 ]
 
 _CHUNK = 500  # rows per multi-row INSERT: 17 parameters each stays far below SQLite's limit
-_TOP = (  # the largest seq ever handed out, archived ones included
-    "SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'memories'), 0),"
-    " coalesce((SELECT max(seq) FROM memories), 0), coalesce((SELECT max(seq) FROM memory_archive), 0))"
-)
-_PG_SEQUENCE = "pg_get_serial_sequence('memories', 'seq')"
-_PG_TOP = (
-    f"SELECT greatest(coalesce(pg_sequence_last_value(CAST({_PG_SEQUENCE} AS regclass)), 0),"
-    " coalesce((SELECT max(seq) FROM memories), 0), coalesce((SELECT max(seq) FROM memory_archive), 0))"
-)
 
 
 class Exported(NamedTuple):
@@ -138,28 +117,12 @@ class Imported(Protocol):
 
 async def exported(tx: Tx) -> Exported:
     """This namespace's memories, archive and sessions (read inside one snapshot)."""
-    conn, ns = tx._conn, (tx.namespace, PROFILE_KEY)
-    live = await conn.execute_fetchall(
-        f"SELECT {COLUMNS} FROM memories WHERE namespace = ? AND key IS NOT ? ORDER BY seq", ns
-    )
-    history = await conn.execute_fetchall(
-        f"SELECT {HISTORY_COLUMNS} FROM memory_history WHERE memory_seq IN"
-        " (SELECT seq FROM memories WHERE namespace = ? AND key IS NOT ?) ORDER BY seq",
-        ns,
-    )
-    archived = await conn.execute_fetchall(
-        f"SELECT {COLUMNS}, archived_at, archive_reason FROM memory_archive"
-        " WHERE namespace = ? AND key IS NOT ? ORDER BY seq",
-        ns,
-    )
-    archived_history = await conn.execute_fetchall(
-        f"SELECT {HISTORY_COLUMNS} FROM memory_history_archive WHERE memory_seq IN"
-        " (SELECT seq FROM memory_archive WHERE namespace = ? AND key IS NOT ?) ORDER BY seq",
-        ns,
-    )
-    sessions = await conn.execute_fetchall(
-        f"SELECT {SESSION_COLUMNS} FROM sessions WHERE namespace = ? ORDER BY session_id", (tx.namespace,)
-    )
+    conn, sql, ns = tx._conn, tx._sql, (tx.namespace, PROFILE_KEY)
+    live = await conn.execute_fetchall(sql.export_memories, ns)
+    history = await conn.execute_fetchall(sql.export_history, ns)
+    archived = await conn.execute_fetchall(sql.export_archived, ns)
+    archived_history = await conn.execute_fetchall(sql.export_archived_history, ns)
+    sessions = await conn.execute_fetchall(sql.export_sessions, (tx.namespace,))
     return Exported(
         memories=[memory_row(r) for r in live],
         history=[HistoryRow._make(r) for r in history],
@@ -175,11 +138,7 @@ async def exported(tx: Tx) -> Exported:
 async def present_memories(tx: Tx, digests: Iterable[str]) -> list[PresentMemory]:
     """The memories here, live or archived, whose content has one of `digests` (fingerprints)."""
     rows = await tx._conn.execute_fetchall(
-        f"SELECT {columns(PresentMemory)} FROM memories WHERE namespace = ?1"
-        " AND content_hash IN (SELECT value FROM json_each(?2)) UNION ALL"
-        f" SELECT {columns(PresentMemory)} FROM memory_archive WHERE namespace = ?1"
-        " AND content_hash IN (SELECT value FROM json_each(?2))",
-        (tx.namespace, json.dumps(sorted(digests))),
+        tx._sql.present_memories, {"ns": tx.namespace, "digests": tx._sql.array(sorted(digests))}
     )
     return [PresentMemory._make(r) for r in rows]
 
@@ -187,11 +146,7 @@ async def present_memories(tx: Tx, digests: Iterable[str]) -> list[PresentMemory
 async def held_hashes(tx: Tx, digests: Iterable[str]) -> set[str]:
     """Those of `digests` that a memory here, live or archived, has (in any category)."""
     found = await scalars(
-        tx._conn,
-        "SELECT content_hash FROM memories WHERE namespace = ?1 AND content_hash IN"
-        " (SELECT value FROM json_each(?2)) UNION SELECT content_hash FROM memory_archive"
-        " WHERE namespace = ?1 AND content_hash IN (SELECT value FROM json_each(?2))",
-        (tx.namespace, json.dumps(sorted(digests))),
+        tx._conn, tx._sql.held_hashes, {"ns": tx.namespace, "digests": tx._sql.array(sorted(digests))}
     )
     return set(found)
 
@@ -200,12 +155,7 @@ async def key_holders_in_full(tx: Tx, keys: Iterable[str]) -> dict[str, KeyHolde
     """key -> the memory holding it here, of those of `keys` that are taken: the live one when
     both a live and an archived memory hold it."""
     rows = await tx._conn.execute_fetchall(
-        "SELECT key, seq, content_hash, client, updated_at, 0 AS archived, (SELECT reason FROM memory_history h"
-        " WHERE h.memory_seq = m.seq ORDER BY h.seq DESC LIMIT 1) AS changed_by FROM memories m WHERE namespace = ?1"
-        " AND key IN (SELECT value FROM json_each(?2)) UNION ALL SELECT key, seq, content_hash, client,"
-        " updated_at, 1 AS archived, NULL AS changed_by FROM memory_archive WHERE namespace = ?1 AND key IN"
-        " (SELECT value FROM json_each(?2))",
-        (tx.namespace, json.dumps(sorted(keys), ensure_ascii=False)),
+        tx._sql.key_holders_in_full, {"ns": tx.namespace, "keys": tx._sql.array(sorted(keys))}
     )
     holders: dict[str, KeyHolder] = {}
     for row in map(KeyHolder._make, rows):
@@ -216,28 +166,19 @@ async def key_holders_in_full(tx: Tx, keys: Iterable[str]) -> dict[str, KeyHolde
 async def taken_seqs(tx: Tx, seqs: Iterable[int]) -> set[int]:
     """Those of `seqs` that a memory, live or archived, of any namespace has (seqs are the
     database's, not a namespace's)."""
-    found = await scalars(
-        tx._conn,
-        "SELECT seq FROM memories WHERE seq IN (SELECT CAST(value AS BIGINT) FROM json_each(?1))"
-        " UNION SELECT seq FROM memory_archive WHERE seq IN (SELECT CAST(value AS BIGINT) FROM json_each(?1))",
-        (json.dumps(list(seqs)),),
-    )
+    found = await scalars(tx._conn, tx._sql.taken_seqs, {"seqs": tx._sql.array(seqs)})
     return set(found)
 
 
 async def top_seq(tx: Tx) -> int:
     """The largest seq ever handed out, archived and deleted memories' included."""
-    return int(await scalar(tx._conn, _PG_TOP if tx.postgres else _TOP))
+    return int(await scalar(tx._conn, tx._sql.top_seq))
 
 
 async def add_session(tx: Tx, session: SessionRow) -> bool:
     """Add a session unless this namespace has one of that id (it is then left as it is);
     returns whether it was added."""
-    added = await tx._conn.execute_fetchall(
-        f"INSERT INTO sessions (namespace, {SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-        " ON CONFLICT (namespace, session_id) DO NOTHING RETURNING 1",
-        (tx.namespace, *session),
-    )
+    added = await tx._conn.execute_fetchall(tx._sql.add_session, (tx.namespace, *session))
     if not list(added):
         return False
     tx.log_session(session.session_id)
@@ -255,8 +196,7 @@ async def insert_imported(
     The change is logged, and the profile goes stale when a live memory came."""
     if not records:
         return
-    ns = tx.namespace
-    conn = tx._conn
+    ns, conn, sql = tx.namespace, tx._conn, tx._sql
     for archived in (False, True):
         chosen = [r for r in records if (r.archived is not None) == archived]
         table, history = ("memory_archive", "memory_history_archive") if archived else ("memories", "memory_history")
@@ -270,26 +210,17 @@ async def insert_imported(
                 values += (seqs[r.seq], ns, d.content, d.key, d.category, d.tier, d.importance, d.confidence)
                 values += (d.source, tags, d.session_id, d.client, r.content_hash, r.created_at, r.updated_at)
                 values += (r.last_accessed, r.access_count, *(r.archived or ()))
-            marks = ", ".join("?" * (17 + 2 * archived))
-            await conn.execute(
-                f"INSERT INTO {table} ({MEMORY_ROW}{extra}) VALUES " + ", ".join([f"({marks})"] * len(chunk)),
-                values,
-            )
+            await conn.execute(sql.insert_rows(table, MEMORY_ROW + extra, 17 + 2 * archived, len(chunk)), values)
             if not archived:
                 fts: list[Any] = []
                 for r in chunk:
                     fts += (seqs[r.seq], *tx.index_row(r.draft.content, r.draft.key, r.draft.tags, r.draft.category))
-                await conn.execute(
-                    "INSERT INTO memory_fts (rowid, content, key, tags, category) VALUES "
-                    + ", ".join(["(?, ?, ?, ?, ?)"] * len(chunk)),
-                    fts,
-                )
+                await conn.execute(sql.insert_rows("memory_fts", FTS_ROW, 5, len(chunk)), fts)
             old = [(seqs[r.seq], h) for r in chunk for h in r.history]
             for part in range(0, len(old), _CHUNK):
                 rows = old[part : part + _CHUNK]
                 await conn.execute(
-                    f"INSERT INTO {history} ({HISTORY_COLUMNS}) VALUES "
-                    + ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"] * len(rows)),
+                    sql.insert_rows(history, HISTORY_COLUMNS, 10, len(rows)),
                     [
                         v
                         for seq, h in rows
@@ -312,19 +243,7 @@ async def insert_imported(
     # AUTOINCREMENT must never hand out an imported seq again, archived ones included: restore
     # brings them back under their own seq.
     top = max(seqs[r.seq] for r in records)
-    if tx.postgres:
-        await conn.execute(
-            f"SELECT setval({_PG_SEQUENCE},"
-            f" greatest(?, coalesce(pg_sequence_last_value(CAST({_PG_SEQUENCE} AS regclass)), 0)))",
-            (top,),
-        )
-    else:
-        await conn.execute("UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = 'memories'", (top,))
-        await conn.execute(
-            "INSERT INTO sqlite_sequence (name, seq) SELECT 'memories', ? WHERE NOT EXISTS"
-            " (SELECT 1 FROM sqlite_sequence WHERE name = 'memories')",
-            (top,),
-        )
+    await sql.seqs_after(conn, top)
     await tx.log([seqs[r.seq] for r in records])
     if any(r.archived is None for r in records):
         await tx.profile_stale()

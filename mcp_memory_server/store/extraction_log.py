@@ -15,7 +15,7 @@ from typing import Literal, NamedTuple
 from pydantic import Field
 
 from ..models import Model
-from .rows import columns, iso, memory_id, scalar
+from .rows import iso, memory_id, scalar
 from .tx import Tx
 
 __all__ = [
@@ -125,9 +125,6 @@ class LogRow(NamedTuple):
         )
 
 
-_COLUMNS = columns(LogRow)
-
-
 async def insert(
     tx: Tx,
     *,
@@ -145,8 +142,7 @@ async def insert(
     seq = int(
         await scalar(
             tx._conn,
-            "INSERT INTO extraction_log (namespace, digest, session_id, client, status, input, fast, deep, note_seq,"
-            " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq",
+            tx._sql.log_insert,
             (
                 tx.namespace,
                 digest,
@@ -163,34 +159,26 @@ async def insert(
         )
     )
     if seq % 100 == 0:
-        await tx._conn.execute(
-            "DELETE FROM extraction_log WHERE namespace = ? AND seq <= ?", (tx.namespace, seq - _KEEP)
-        )
+        await tx._conn.execute(tx._sql.log_prune, (tx.namespace, seq - _KEEP))
     return seq
 
 
 async def pending(tx: Tx, digest: str) -> LogEntry | None:
     """The newest run of this exchange still waiting for the client's model."""
-    rows = await tx._conn.execute_fetchall(
-        f"SELECT {_COLUMNS} FROM extraction_log WHERE namespace = ? AND digest = ? AND status = 'pending'"
-        " ORDER BY seq DESC LIMIT 1",
-        (tx.namespace, digest),
-    )
+    rows = await tx._conn.execute_fetchall(tx._sql.log_pending, (tx.namespace, digest))
     return next((LogRow._make(r).entry() for r in rows), None)
 
 
 async def settle(tx: Tx, run: str, deep: ChannelReport, moment: datetime) -> None:
     """Record the deep channel's outcome of a pending run."""
     await tx._conn.execute(
-        "UPDATE extraction_log SET status = 'done', deep = ?, updated_at = ? WHERE namespace = ? AND seq = ?",
+        tx._sql.log_settle,
         (deep.model_dump_json(), iso(moment), tx.namespace, int(run.removeprefix("run_"))),
     )
 
 
 async def recent(tx: Tx, limit: int) -> list[LogEntry]:
-    rows = await tx._conn.execute_fetchall(
-        f"SELECT {_COLUMNS} FROM extraction_log WHERE namespace = ? ORDER BY seq DESC LIMIT ?", (tx.namespace, limit)
-    )
+    rows = await tx._conn.execute_fetchall(tx._sql.log_recent, (tx.namespace, limit))
     return [LogRow._make(r).entry() for r in rows]
 
 
@@ -203,8 +191,7 @@ async def settle_abandoned(tx: Tx, before: datetime, moment: datetime) -> int:
         items=[],
     )
     cursor = await tx._conn.execute(
-        "UPDATE extraction_log SET status = 'done', deep = ?, updated_at = ?"
-        " WHERE namespace = ? AND status = 'pending' AND updated_at < ?",
+        tx._sql.log_settle_abandoned,
         (report.model_dump_json(), iso(moment), tx.namespace, iso(before)),
     )
     return max(cursor.rowcount, 0)

@@ -14,6 +14,7 @@ import anyio.to_thread
 from ..config.config import Config
 from .backend import Conn
 from .rows import scalars
+from .statements import Statements
 
 if TYPE_CHECKING:
     from ..index.bm25 import Bm25Index
@@ -26,8 +27,9 @@ _BUILD_CHUNK = 500
 class LiveIndex:
     """One namespace's BM25 index and the change number it reflects."""
 
-    def __init__(self, config: Config, namespace: str) -> None:
+    def __init__(self, config: Config, namespace: str, statements: Statements) -> None:
         self._config = config
+        self._sql = statements
         self._namespace = namespace
         self.index: Bm25Index | None = None
         self.change = 0
@@ -36,9 +38,7 @@ class LiveIndex:
         """The in-memory index, brought up to date with every change committed since it was read.
         `changes` is (newest, oldest) change number when the caller has just read them."""
         if changes is None:
-            for newest, oldest in await conn.execute_fetchall(
-                "SELECT (SELECT max(change) FROM memory_changes), (SELECT min(change) FROM memory_changes)"
-            ):
+            for newest, oldest in await conn.execute_fetchall(self._sql.changes_bounds):
                 changes = (newest or 0, oldest or 0)
         assert changes is not None  # the statement reads one row
         newest, oldest = changes
@@ -47,11 +47,7 @@ class LiveIndex:
         if index is not None and oldest > self.change + 1:
             index = None  # the log was pruned past what we have seen: start again
         elif index is not None and newest > self.change:
-            changed = await scalars(
-                conn,
-                "SELECT DISTINCT seq FROM memory_changes WHERE change > ? AND namespace = ?",
-                (self.change, self._namespace),
-            )
+            changed = await scalars(conn, self._sql.changed_since, (self.change, self._namespace))
         if index is not None and index.needs_compaction(len(changed)):
             index = None  # rebuilding is cheaper, and gives compact postings again
         if index is None:
@@ -69,12 +65,7 @@ class LiveIndex:
         """Re-read the changed memories' terms (the deleted ones are gone)."""
         for start in range(0, len(changed), 500):
             chunk = changed[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            rows = await conn.execute_fetchall(
-                "SELECT m.seq, f.content, f.key, f.tags FROM memories m CROSS JOIN memory_fts f ON f.rowid = m.seq"
-                f" WHERE +m.namespace = ? AND m.seq IN ({marks})",
-                (self._namespace, *chunk),
-            )
+            rows = await conn.execute_fetchall(self._sql.terms_of, (self._namespace, self._sql.array(chunk)))
             current = {seq: f"{content} {key} {tags}" for seq, content, key, tags in rows}
             for seq in chunk:
                 if seq not in current:
@@ -88,13 +79,7 @@ class LiveIndex:
         index = await anyio.to_thread.run_sync(_new_index, self._config)
         last = 0
         while True:
-            rows = await conn.execute_fetchall(
-                # Memories in seq order, each looked up in the full-text table by rowid: the other
-                # way round SQLite sorted every remaining row for each chunk.
-                "SELECT m.seq, f.content, f.key, f.tags FROM memories m CROSS JOIN memory_fts f ON f.rowid = m.seq"
-                " WHERE +m.namespace = ? AND m.seq > ? ORDER BY m.seq LIMIT ?",
-                (self._namespace, last, _BUILD_CHUNK),
-            )
+            rows = await conn.execute_fetchall(self._sql.terms_after, (self._namespace, last, _BUILD_CHUNK))
             if not rows:
                 break
             items = [(seq, f"{content} {key} {tags}") for seq, content, key, tags in rows]

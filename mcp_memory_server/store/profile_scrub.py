@@ -11,6 +11,7 @@ from typing import Any
 
 from .backend import Conn
 from .rows import scalar, scalars
+from .statements import Statements
 
 __all__ = ["PROFILE_KEY", "scrub"]
 
@@ -29,19 +30,16 @@ def _clean(data: dict[str, Any], gone: set[str]) -> dict[str, Any]:
     return data
 
 
-async def scrub(conn: Conn, namespace: str, seqs: Sequence[int]) -> None:
+async def scrub(conn: Conn, sql: Statements, namespace: str, seqs: Sequence[int]) -> None:
     """Take memories `seqs` (deleted or archived in this transaction) out of the profile."""
     gone = {f"mem_{s}" for s in seqs}
-    stored = await scalar(conn, "SELECT data FROM profile WHERE namespace = ?", (namespace,))
+    stored = await scalar(conn, sql.profile_data, (namespace,))
     if stored is not None:
         data = _clean(json.loads(stored), gone)
-        await conn.execute(
-            "UPDATE profile SET data = ?, stale = 1 WHERE namespace = ?",
-            (json.dumps(data, ensure_ascii=False), namespace),
-        )
-    mirror = await scalars(conn, "SELECT seq FROM memories WHERE namespace = ? AND key = ?", (namespace, PROFILE_KEY))
-    for seq in mirror:
-        await conn.execute("DELETE FROM memory_history WHERE memory_seq = ?", (seq,))
-        await conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (seq,))
-        await conn.execute("DELETE FROM memories WHERE seq = ?", (seq,))
-        await conn.execute("INSERT INTO memory_changes (namespace, seq) VALUES (?, ?)", (namespace, seq))
+        await conn.execute(sql.profile_scrubbed, (json.dumps(data, ensure_ascii=False), namespace))
+    mirror = await scalars(conn, sql.key_seqs, (namespace, PROFILE_KEY))
+    if mirror:
+        for statement in (sql.delete_history, sql.delete_fts, sql.delete_memories):
+            await conn.execute(statement, (sql.array(mirror),))
+        for seq in mirror:
+            await conn.execute(sql.log_one, (namespace, seq))

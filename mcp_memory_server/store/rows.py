@@ -1,7 +1,7 @@
 """The rows the store reads, with names: one NamedTuple per row kind, its fields named and ordered
 as the columns of the SELECT that reads it (the column lists below are made from the fields), so
-that each kind is built in one place from the driver's row. Also ids, timestamps and the filter
-clauses every listing and search applies."""
+that each kind is built in one place from the driver's row (both backends give the same values:
+times as ISO 8601 text, JSON as text). Also ids, timestamps and the helpers that read one value."""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ from ..models import Memory, SessionState, Source, Tier
 from .backend import Conn
 
 __all__ = [
-    "BM25",
     "COLUMNS",
     "HISTORY_COLUMNS",
     "M_COLUMNS",
@@ -30,7 +29,6 @@ __all__ = [
     "ProfileRow",
     "SessionRow",
     "columns",
-    "filters",
     "iso",
     "memory_id",
     "memory_row",
@@ -187,7 +185,6 @@ COLUMNS = columns(MemoryRow)
 M_COLUMNS = columns(MemoryRow, "m.")
 HISTORY_COLUMNS = columns(HistoryRow)
 SESSION_COLUMNS = columns(SessionRow)
-BM25 = "bm25(memory_fts, 1.0, 1.0, 1.0, 0.5)"  # content, key, tags, category
 ORDER_COLUMNS = {
     "updated": "updated_at",
     "created": "created_at",
@@ -225,18 +222,3 @@ class Page:
     total: int
     items: list[Memory]
     last: tuple[Any, int] | None  # sort value and seq of the last item, for the next cursor
-
-
-def filters(category: str | None, tags: Sequence[str] | None) -> tuple[str, list[Any]]:
-    sql, args = "", []
-    if category is not None:
-        sql += " AND m.category = ?"
-        args.append(category)
-    if tags:
-        # every requested tag must be present
-        sql += (
-            " AND NOT EXISTS (SELECT 1 FROM json_each(?) AS want"
-            " WHERE want.value NOT IN (SELECT value FROM json_each(m.tags)))"
-        )
-        args.append(json.dumps(list(tags), ensure_ascii=False))
-    return sql, args

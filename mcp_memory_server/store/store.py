@@ -22,23 +22,10 @@ from ..text.keyword_query import KeywordQuery
 from ..text.segmenter import Segmenter
 from ..text.tokens import INDEX_VERSION, index_text, like_pattern
 from .access_counts import Accesses
-from .backend import CHANGES_CHANNEL, Backend, Conn
+from .backend import Backend, Conn
 from .changeset import Change, decode, encode, tell
 from .live_index import LiveIndex
-from .rows import (
-    M_COLUMNS,
-    ORDER_COLUMNS,
-    SESSION_COLUMNS,
-    Candidate,
-    MemoryRow,
-    Page,
-    SessionRow,
-    filters,
-    iso,
-    memory_row,
-    scalar,
-    utcnow,
-)
+from .rows import ORDER_COLUMNS, Candidate, MemoryRow, Page, SessionRow, iso, memory_row, scalar, utcnow
 from .sqlite.backend import SqliteBackend
 from .tx import Tx
 
@@ -65,15 +52,16 @@ class Store:
         self.segmenter = segmenter
         self.namespace = config.namespace if namespace is None else namespace
         self._db = _backend(config)
+        self._sql = self._db.statements
         self._open = False
         # One unit of work at a time: a transaction must not see another coroutine's statements
         # run inside it (SQLite: one connection), and the in-memory index syncs one at a time.
         self._lock = anyio.Lock()
         # The in-memory index is brought up to date (and searched) by one search at a time.
         self._index_lock = anyio.Lock()
-        self._live = LiveIndex(config, self.namespace)
+        self._live = LiveIndex(config, self.namespace, self._sql)
         self._accesses = Accesses(
-            self._lock, self._write_touches, lambda: self._open, reads_alongside=self._db.postgres
+            self._lock, self._write_touches, lambda: self._open, reads_alongside=self._db.reads_alongside
         )
         # Told what each commit changed (this process's writes), in the writer's call: see `tell`.
         self.on_change: list[Callable[[Change], None]] = []
@@ -115,25 +103,22 @@ class Store:
 
     async def _migrate(self) -> None:
         async with self._db.write() as conn:  # several processes may start at once
-            await conn.execute(
-                "CREATE TABLE IF NOT EXISTS schema_migrations "
-                "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
-            )
+            await conn.execute(self._sql.migrations_table)
         for version, name, statements in self._db.migrations:
             async with self._db.write() as conn:
                 # Another process may have applied it while we waited for the write lock.
-                if await scalar(conn, "SELECT 1 FROM schema_migrations WHERE version = ?", (version,)) is not None:
+                if await scalar(conn, self._sql.migration_applied, (version,)) is not None:
                     continue
                 for statement in statements:
                     await conn.execute(statement)
                 if version == 1:
-                    await conn.execute("INSERT INTO meta VALUES ('index_version', ?)", (str(INDEX_VERSION),))
-                await conn.execute("INSERT INTO schema_migrations VALUES (?, ?, ?)", (version, name, iso(utcnow())))
+                    await conn.execute(self._sql.index_version_first, (str(INDEX_VERSION),))
+                await conn.execute(self._sql.migration_record, (version, name, iso(utcnow())))
                 log.info("applied database migration %d: %s", version, name)
 
     async def schema_version(self) -> int:
         async with self._read() as conn:
-            version = await scalar(conn, "SELECT max(version) FROM schema_migrations")
+            version = await scalar(conn, self._sql.schema_version)
         return int(version) if version is not None else 0
 
     @asynccontextmanager
@@ -145,9 +130,8 @@ class Store:
                 async with self._db.write() as conn:
                     tx = self._tx(conn)
                     yield tx
-                    if self._db.postgres and (change := tx.change) is not None:  # delivered at commit
-                        for payload in encode(change, self.namespace, self._origin):
-                            await conn.execute("SELECT pg_notify(?, ?)", (CHANGES_CHANNEL, payload))
+                    if (change := tx.change) is not None:  # delivered at commit, where it can be
+                        await self._sql.announce(conn, encode(change, self.namespace, self._origin))
             except self._db.errors as exc:
                 raise StoreError(f"the write failed and was rolled back: {exc}") from exc
         if (change := tx.change) is not None:
@@ -157,7 +141,7 @@ class Store:
     async def snapshot(self) -> AsyncIterator[Tx]:
         """Reads that see one state of the database, whatever other processes commit meanwhile
         (an export), without holding up writers."""
-        async with self._lock if not self._db.postgres else _NO_LOCK:
+        async with self._lock if not self._db.reads_alongside else _NO_LOCK:
             try:
                 async with self._db.snapshot() as conn:
                     yield self._tx(conn)
@@ -168,7 +152,7 @@ class Store:
     async def _read(self) -> AsyncIterator[Conn]:
         """A connection for reads. SQLite's one connection is the store's lock's; on PostgreSQL each
         read has a pooled connection of its own, so reads run alongside each other and writes."""
-        async with self._lock if not self._db.postgres else _NO_LOCK:
+        async with self._lock if not self._db.reads_alongside else _NO_LOCK:
             try:
                 async with self._db.read() as conn:
                     yield conn
@@ -178,29 +162,25 @@ class Store:
     async def _ensure_index(self) -> None:
         """Rebuild the full-text index when it was built by another version of `index_text`."""
         async with self._read() as conn:
-            built_by = await scalar(conn, "SELECT value FROM meta WHERE name = 'index_version'")
+            built_by = await scalar(conn, self._sql.index_version)
         if built_by != str(INDEX_VERSION):
             async with self._db.write() as conn:
-                await conn.execute("DELETE FROM memory_fts")
-                rows = list(await conn.execute_fetchall("SELECT seq, content, key, tags, category FROM memories"))
+                await conn.execute(self._sql.fts_clear)
+                rows = list(await conn.execute_fetchall(self._sql.fts_sources))
                 await conn.executemany(
-                    "INSERT INTO memory_fts (rowid, content, key, tags, category) VALUES (?, ?, ?, ?, ?)",
+                    self._sql.fts_insert,
                     [
                         (seq, *self._index_fields(content, key, json.loads(tags), category))
                         for seq, content, key, tags, category in rows
                     ],
                 )
-                await conn.execute(
-                    "INSERT INTO meta VALUES ('index_version', ?)"
-                    " ON CONFLICT (name) DO UPDATE SET value = excluded.value",
-                    (str(INDEX_VERSION),),
-                )
+                await conn.execute(self._sql.index_version_set, (str(INDEX_VERSION),))
                 # Other processes' in-memory indexes re-read everything.
-                await conn.execute("INSERT INTO memory_changes (namespace, seq) SELECT namespace, seq FROM memories")
+                await conn.execute(self._sql.log_everything)
             log.info("rebuilt the full-text index for %d memories", len(rows))
 
     def _tx(self, conn: Conn) -> Tx:
-        return Tx(conn, self.namespace, self._index_fields, postgres=self._db.postgres)
+        return Tx(conn, self._sql, self.namespace, self._index_fields)
 
     @staticmethod
     def _index_fields(content: str, key: str | None, tags: Iterable[str], category: str) -> tuple[str, ...]:
@@ -239,7 +219,7 @@ class Store:
         One database round trip in the common case: the index is searched as it stands, and the
         query fetching the candidates' rows also reads the newest change number. Only when another
         write has landed since the index was brought up to date is it synced and searched again."""
-        where, args = filters(category, tags)
+        where, args = self._sql.filters(category, tags)
         # Filters are applied to the rows, so a filtered search ranks a wider pool first.
         pool = limit if not where else max(limit * 10, 500)
         async with self._index_lock, self._accesses.reading(), self._read() as conn:
@@ -254,14 +234,7 @@ class Store:
                     feedback_weight=c.recall.feedback_weight,
                     coordination=c.recall.coordination,
                 )
-                marks = ",".join("?" * len(ranked))
-                sql = (
-                    "SELECT c.newest, c.oldest, m.* FROM (SELECT (SELECT max(change) FROM memory_changes) AS newest,"
-                    " (SELECT min(change) FROM memory_changes) AS oldest) AS c"
-                    f" LEFT JOIN (SELECT {M_COLUMNS} FROM memories m WHERE +m.namespace = ?"
-                    f" AND m.seq IN ({marks}){where}) AS m ON 1"
-                )
-                params = (self.namespace, *(seq for seq, _ in ranked), *args)
+                sql, params = self._sql.search_rows(self.namespace, [seq for seq, _ in ranked], where, args)
                 peeked = self._db.peek(sql, params)
                 changes, found_rows = _changes_and_memories(
                     peeked if peeked is not None else list(await conn.execute_fetchall(sql, params))
@@ -286,14 +259,11 @@ class Store:
         the trigram indexes find the rows that hold any of the terms (LIKE is ILIKE there)."""
         if not terms:
             return []
-        where, args = filters(category, tags)
-        each = ["m.content LIKE ? ESCAPE '\\' OR m.key LIKE ? ESCAPE '\\'" for _ in terms]
-        hit = " + ".join(f"CASE WHEN {e} THEN 1 ELSE 0 END" for e in each)
+        where, args = self._sql.filters(category, tags)
         patterns = [p for t in terms for p in (like_pattern(t), like_pattern(t))]
         async with self._accesses.reading(), self._read() as conn:
             rows = await conn.execute_fetchall(
-                f"SELECT {M_COLUMNS}, {hit} AS found FROM memories m WHERE m.namespace = ?{where}"
-                f" AND ({' OR '.join(each)}) ORDER BY found DESC, m.updated_at DESC LIMIT ?",
+                self._sql.search_like(len(terms), where),
                 (*patterns, self.namespace, *args, *patterns, limit),
             )
             return [
@@ -313,22 +283,16 @@ class Store:
         session_id: str | None = None,
     ) -> Page:
         column = ORDER_COLUMNS[order_by]
-        where, args = filters(category, tags)
+        where, args = self._sql.filters(category, tags)
         for name, value in (("tier", tier), ("session_id", session_id)):
             if value is not None:
-                where += f" AND m.{name} = ?"
+                where += self._sql.equals(name)
                 args.append(value)
-        keyset, keyset_args = "", []
-        if after is not None:
-            keyset = f" AND (m.{column} < ? OR (m.{column} = ? AND m.seq < ?))"
-            keyset_args = [after[0], after[0], after[1]]
+        keyset_args = [after[0], after[0], after[1]] if after is not None else []
         async with self._read() as conn:
-            total = await scalar(
-                conn, f"SELECT count(*) FROM memories m WHERE m.namespace = ?{where}", (self.namespace, *args)
-            )
+            total = await scalar(conn, self._sql.list_count(where), (self.namespace, *args))
             rows = await conn.execute_fetchall(
-                f"SELECT {M_COLUMNS}, m.{column} FROM memories m WHERE m.namespace = ?{where}{keyset} "
-                f"ORDER BY m.{column} DESC, m.seq DESC LIMIT ?",
+                self._sql.list_rows(column, where, after is not None),
                 (self.namespace, *args, *keyset_args, limit + 1),
             )
         page = [_memory_and_extra(r) for r in rows]
@@ -339,31 +303,19 @@ class Store:
 
     async def session(self, session_id: str) -> SessionState | None:
         async with self._read() as conn:
-            rows = await conn.execute_fetchall(
-                f"SELECT {SESSION_COLUMNS} FROM sessions WHERE namespace = ? AND session_id = ?",
-                (self.namespace, session_id),
-            )
+            rows = await conn.execute_fetchall(self._sql.session, (self.namespace, session_id))
         return next((SessionRow._make(r).state() for r in rows), None)
 
     async def stats(self) -> Stats:
-        ns = self.namespace
+        ns, sql = self.namespace, self._sql
         async with self._read() as conn:
-            by_category: dict[str, int] = dict(  # category -> count
-                await conn.execute_fetchall(
-                    "SELECT category, count(*) FROM memories WHERE namespace = ? GROUP BY category ORDER BY 2 DESC",
-                    (ns,),
-                )
-            )
-            by_tier: dict[str, int] = dict(  # tier -> count
-                await conn.execute_fetchall(
-                    "SELECT tier, count(*) FROM memories WHERE namespace = ? GROUP BY tier", (ns,)
-                )
-            )
-            oldest = await scalar(conn, "SELECT min(created_at) FROM memories WHERE namespace = ?", (ns,))
-            newest = await scalar(conn, "SELECT max(created_at) FROM memories WHERE namespace = ?", (ns,))
-            sessions = await scalar(conn, "SELECT count(*) FROM sessions WHERE namespace = ?", (ns,))
-            archived = await scalar(conn, "SELECT count(*) FROM memory_archive WHERE namespace = ?", (ns,))
-            version = await scalar(conn, "SELECT max(version) FROM schema_migrations")
+            by_category: dict[str, int] = dict(await conn.execute_fetchall(sql.count_by_category, (ns,)))
+            by_tier: dict[str, int] = dict(await conn.execute_fetchall(sql.count_by_tier, (ns,)))
+            oldest = await scalar(conn, sql.oldest, (ns,))
+            newest = await scalar(conn, sql.newest, (ns,))
+            sessions = await scalar(conn, sql.session_count, (ns,))
+            archived = await scalar(conn, sql.archive_count, (ns,))
+            version = await scalar(conn, sql.schema_version)
         size = await self._db.size()
         return Stats(
             total=sum(by_category.values()),

@@ -198,6 +198,8 @@ async def test_forget_leaves_nothing_behind_in_the_profile(service: MemoryServic
     assert peeked is not None and "东京" not in peeked.model_dump_json()
     assert all("东京" not in h.content for h in (await service.recall(query="东京")).hits)
     for table, column in (("memories", "content"), ("memory_history", "content"), ("profile", "data")):
-        assert not rawdb.rows(service.config, f"SELECT 1 FROM {table} WHERE {column} LIKE '%东京%'"), table
+        assert not rawdb.rows(service.config, f"SELECT 1 FROM {table} WHERE CAST({column} AS TEXT) LIKE '%东京%'"), (
+            table
+        )
     again = await profiles.get_profile(service.store)
     assert "东京" not in again.model_dump_json() and "后端工程师" in again.summary.text

@@ -16,7 +16,7 @@ from mcp_memory_server.errors import InvalidInput, StoreError
 from mcp_memory_server.memory import MemoryService
 from mcp_memory_server.store import Store
 from mcp_memory_server.store.postgres import backend as pg
-from mcp_memory_server.store.postgres.translate import translate
+from mcp_memory_server.store.postgres.statements import PgStatements
 from mcp_memory_server.text import Segmenter
 
 from ..conftest import pg_server_module
@@ -115,19 +115,19 @@ async def test_the_substring_fallback_and_near_duplicates_use_their_indexes(
         assert "memory_fts_terms" in " ".join(r[0] for r in fts)
 
 
-async def test_rows_by_seq_use_the_primary_key_before_statistics_exist(
+async def test_rows_by_seq_use_the_primary_key_after_a_bulk_import(
     pg_db: str, tmp_path: Path, segmenter: Segmenter
 ) -> None:
-    """Right after a bulk import PostgreSQL has no statistics and takes the table for small: the
-    search's candidate rows (50 seqs in one namespace) must still come by primary key, not by a
-    scan of the namespace's index (SQLite's `+namespace` hint, kept on PostgreSQL)."""
+    """Right after a bulk import PostgreSQL's statistics would be stale (the import gathers them
+    again) and take the table for small: the search's candidate rows (50 seqs in one namespace)
+    must still come by primary key, not by a scan (the `(namespace || '')` of PostgreSQL's
+    statements, as SQLite's `+namespace`). The store's own statement is explained."""
     config = Config.from_env({}, db_path=pg_db, cache_dir=tmp_path)
     async with Store(config, segmenter) as store:
         await MemoryService(store).import_memories([{"content": f"笔记 {n}: routine note"} for n in range(5000)])
-    seqs = ", ".join(str(seq) for seq in range(100, 5000, 98))
-    sql = translate(f"SELECT seq FROM memories m WHERE +m.namespace = '' AND m.seq IN ({seqs})").sql
+    sql, params = PgStatements().search_rows("", list(range(100, 5000, 98)), "", [])
     with psycopg.connect(pg_db, autocommit=True) as conn:
-        plan = " ".join(r[0] for r in conn.execute(f"EXPLAIN {sql}").fetchall())
+        plan = " ".join(r[0] for r in conn.execute(f"EXPLAIN {sql}", params).fetchall())
     assert "memories_pkey" in plan and "memories_category" not in plan, plan
 
 

@@ -8,7 +8,8 @@ replica made the change.
 Writes keep SQLite's guarantee that a check and the write it decides are atomic across every
 process: each write transaction first takes one transaction-scoped advisory lock, so writers on
 all replicas take turns, as they do on one SQLite file, while readers never wait. Statements
-arrive in SQLite's dialect and are rewritten by store/postgres/translate.py; their rows come back as tuples."""
+are PostgreSQL's own (postgres/statements.py); their rows come back as tuples, with times and
+JSON read as the text SQLite keeps (see `_native_as_text`)."""
 
 from __future__ import annotations
 
@@ -18,12 +19,14 @@ import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import anyio
 
 try:
     import psycopg
+    from psycopg.adapt import Loader
     from psycopg_pool import AsyncConnectionPool
 except ImportError as missing:  # the extra is not installed
     psycopg = None  # type: ignore[assignment]
@@ -34,12 +37,12 @@ else:
 from ...config.urls import redact_url
 from ...errors import StoreError
 from ..backend import CHANGES_CHANNEL, Conn
-from ..rows import scalar
+from ..rows import iso, scalar
 from ..sqlite.schema import Migration
 from .schema import MIGRATIONS
-from .translate import translate
+from .statements import PgStatements
 
-__all__ = ["PgBackend", "PgConn"]
+__all__ = ["PgBackend", "PgConn", "native_as_text"]
 
 log = logging.getLogger(__name__)
 
@@ -65,9 +68,7 @@ class PgCursor:
 
 
 class PgConn:
-    """aiosqlite's connection interface over one psycopg connection (see database.Conn)."""
-
-    postgres = True
+    """aiosqlite's connection interface over one psycopg connection (see store/backend.Conn)."""
 
     def __init__(self, conn: psycopg.AsyncConnection[tuple[Any, ...]]) -> None:
         self._conn = conn
@@ -82,11 +83,10 @@ class PgConn:
         return await cur.fetchall() if cur.description is not None else []
 
     async def executemany(self, sql: str, parameters: Iterable[Iterable[Any]], /) -> None:
-        t = translate(sql)
-        rows = [t.arguments(_arguments(p)) for p in parameters]
+        rows = [_arguments(p) for p in parameters]
         if rows:
             async with self._conn.cursor() as cur:
-                await cur.executemany(t.sql, rows)
+                await cur.executemany(sql, rows)
 
     async def copy_rows(self, table: str, columns: str, rows: Iterable[Sequence[Any]], /) -> None:
         """Rows into `table` by COPY: one command, no statement for the driver to parse."""
@@ -95,8 +95,8 @@ class PgConn:
                 await copy.write_row(row)
 
     async def _run(self, sql: str, parameters: Any) -> psycopg.AsyncCursor[tuple[Any, ...]]:
-        t = translate(sql)
-        return await self._conn.execute(t.sql, t.arguments(_arguments(parameters)))
+        # No parameters: None, so that the text is sent as it is (a `%` in it is no placeholder).
+        return await self._conn.execute(sql, _arguments(parameters) or None)
 
     async def run_unstoppable(self, statement: str) -> None:
         """COMMIT or ROLLBACK, waited for even when the caller is cancelled."""
@@ -108,6 +108,39 @@ def _arguments(parameters: Any) -> Sequence[Any] | Mapping[str, Any]:
     if isinstance(parameters, Mapping):
         return parameters
     return list(parameters) if parameters is not None else []
+
+
+class _TimeAsText(Loader):
+    """A timestamptz as the ISO 8601 text SQLite's rows carry (rows.iso: UTC, microseconds, the
+    +00:00 offset), so that the rows leaving the store are alike on both backends and times
+    compare as text. The session's time zone is UTC (`native_as_text`), so the server's text,
+    `2026-11-26 13:45:15.5+00`, needs only respelling; any other is parsed and converted."""
+
+    def load(self, data: Any) -> str:
+        text = bytes(data).decode()
+        if text.endswith("+00") and len(text) >= 22:
+            seconds, _, fraction = text[11:-3].partition(".")
+            return f"{text[:10]}T{seconds}.{fraction.ljust(6, '0')}+00:00"
+        return iso(datetime.fromisoformat(text))
+
+
+class _JsonAsText(Loader):
+    """A jsonb value as its JSON text (as SQLite keeps it); the store parses what it needs."""
+
+    def load(self, data: Any) -> str:
+        return bytes(data).decode()
+
+
+def native_as_text(conn: psycopg.BaseConnection[Any]) -> None:
+    """Read this connection's timestamptz and jsonb values as text (see `_TimeAsText`)."""
+    conn.adapters.register_loader("timestamptz", _TimeAsText)
+    conn.adapters.register_loader("jsonb", _JsonAsText)
+
+
+async def _configure(conn: psycopg.AsyncConnection[Any]) -> None:
+    """Each pooled connection: UTC times, and times and JSON read as text."""
+    native_as_text(conn)
+    await conn.execute("SET TIME ZONE 'UTC'")
 
 
 _Pool = AsyncConnectionPool[psycopg.AsyncConnection[tuple[Any, ...]]]
@@ -132,7 +165,13 @@ class _Pools:
         shared = self._open.get(url)
         if shared is None:
             pool: _Pool = AsyncConnectionPool(
-                url, min_size=1, max_size=POOL_SIZE, open=False, kwargs={"autocommit": True}, name="mcp-memory"
+                url,
+                min_size=1,
+                max_size=POOL_SIZE,
+                open=False,
+                kwargs={"autocommit": True},
+                configure=_configure,
+                name="mcp-memory",
             )
             await pool.open(wait=True, timeout=10)
             shared = self._open[url] = _Shared(pool)
@@ -177,7 +216,8 @@ _POOLS = _Pools()
 class PgBackend:
     """One PostgreSQL database, as a store's backend; see the module's docstring."""
 
-    postgres = True
+    statements = PgStatements()
+    reads_alongside = True
     migrations: Sequence[Migration] = MIGRATIONS
 
     def __init__(self, url: str, busy_timeout_ms: int) -> None:

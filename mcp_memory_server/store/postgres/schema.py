@@ -6,8 +6,11 @@ both files.
 Differences, all invisible above the store: seqs come from identity columns (which, like SQLite's
 AUTOINCREMENT, never hand a number out twice); `memory_fts` is an ordinary table holding the same
 pre-segmented text as SQLite's FTS5 table, with a `simple`-configuration tsvector and a GIN index
-over it; trigram (pg_trgm) GIN indexes serve the substring fallback. Timestamps stay ISO 8601
-text, so ordering and comparisons behave as on SQLite."""
+over it; trigram (pg_trgm) GIN indexes serve the substring fallback. The first six migrations
+kept times and JSON as text, as SQLite does; the seventh gives them PostgreSQL's own types
+(`timestamptz`, `jsonb`, `boolean`), which the store's PostgreSQL statements
+(postgres/statements.py) are written for. The connection reads them back as the text SQLite
+keeps (postgres/backend.py), so the rows leaving the store are alike on both backends."""
 
 from __future__ import annotations
 
@@ -43,6 +46,12 @@ _HISTORY_COLUMNS = """
     source      TEXT NOT NULL,
     reason      TEXT NOT NULL,
     changed_at  TEXT NOT NULL"""
+
+_TIMES_CHANGED = """
+                ALTER COLUMN created_at TYPE timestamptz USING created_at::timestamptz,
+                ALTER COLUMN updated_at TYPE timestamptz USING updated_at::timestamptz"""
+_TIMES_LIVE = f"""{_TIMES_CHANGED},
+                ALTER COLUMN last_accessed TYPE timestamptz USING last_accessed::timestamptz"""
 
 MIGRATIONS: tuple[Migration, ...] = (
     (
@@ -164,6 +173,36 @@ MIGRATIONS: tuple[Migration, ...] = (
                 stale      INTEGER NOT NULL DEFAULT 1,
                 updated_at TEXT NOT NULL
             )""",
+        ),
+    ),
+    (
+        7,
+        "native types: times as timestamptz, JSON as jsonb, the profile's flag as boolean",
+        # Converts a database of the first six migrations in place: the ISO 8601 text each time
+        # was written as (UTC, with its offset) is read as a timestamptz, each JSON text as jsonb,
+        # stale's 0 or 1 as false or true. Indexes over the columns are rebuilt with them.
+        (
+            f"""ALTER TABLE memories ALTER COLUMN tags DROP DEFAULT,
+                ALTER COLUMN tags TYPE jsonb USING tags::jsonb, ALTER COLUMN tags SET DEFAULT '[]',{_TIMES_LIVE}""",
+            f"""ALTER TABLE memory_archive ALTER COLUMN tags DROP DEFAULT,
+                ALTER COLUMN tags TYPE jsonb USING tags::jsonb,{_TIMES_LIVE},
+                ALTER COLUMN archived_at TYPE timestamptz USING archived_at::timestamptz""",
+            """ALTER TABLE memory_history ALTER COLUMN tags TYPE jsonb USING tags::jsonb,
+                ALTER COLUMN changed_at TYPE timestamptz USING changed_at::timestamptz""",
+            """ALTER TABLE memory_history_archive ALTER COLUMN tags TYPE jsonb USING tags::jsonb,
+                ALTER COLUMN changed_at TYPE timestamptz USING changed_at::timestamptz""",
+            f"""ALTER TABLE sessions ALTER COLUMN context_variables DROP DEFAULT,
+                ALTER COLUMN context_variables TYPE jsonb USING context_variables::jsonb,
+                ALTER COLUMN context_variables SET DEFAULT '{{}}',{_TIMES_CHANGED}""",
+            f"""ALTER TABLE extraction_log ALTER COLUMN input TYPE jsonb USING input::jsonb,
+                ALTER COLUMN fast TYPE jsonb USING fast::jsonb, ALTER COLUMN deep TYPE jsonb USING deep::jsonb,
+                {_TIMES_CHANGED}""",
+            """ALTER TABLE profile ALTER COLUMN data TYPE jsonb USING data::jsonb,
+                ALTER COLUMN manual DROP DEFAULT, ALTER COLUMN manual TYPE jsonb USING manual::jsonb,
+                ALTER COLUMN manual SET DEFAULT '{}', ALTER COLUMN stale DROP DEFAULT,
+                ALTER COLUMN stale TYPE boolean USING stale <> 0, ALTER COLUMN stale SET DEFAULT true,
+                ALTER COLUMN updated_at TYPE timestamptz USING updated_at::timestamptz""",
+            "ALTER TABLE schema_migrations ALTER COLUMN applied_at TYPE timestamptz USING applied_at::timestamptz",
         ),
     ),
 )

@@ -18,6 +18,7 @@ import anyio
 from ...errors import StoreError
 from ..backend import Conn
 from .schema import MIGRATIONS, Migration
+from .statements import SqliteStatements
 
 __all__ = ["SqliteBackend"]
 
@@ -38,7 +39,8 @@ async def _unstoppable(conn: aiosqlite.Connection, statement: str) -> None:
 class SqliteBackend:
     """One SQLite file; see the module's docstring."""
 
-    postgres = False
+    statements = SqliteStatements()
+    reads_alongside = False
     migrations: Sequence[Migration] = MIGRATIONS
     errors: tuple[type[Exception], ...] = (sqlite3.Error,)
 

@@ -187,4 +187,9 @@ MIGRATIONS: tuple[Migration, ...] = (
             )""",
         ),
     ),
+    (
+        7,
+        "native types: times as timestamptz, JSON as jsonb, the profile's flag as boolean",
+        (),  # PostgreSQL's; SQLite keeps ISO 8601 text, JSON text and 0 or 1, as it always has
+    ),
 )

@@ -1,0 +1,208 @@
+"""The store's statements by name: what the operations of store/*.py ask a backend for. Each
+backend writes every one of them in its own dialect (store/sqlite/statements.py,
+store/postgres/statements.py), with its own parameters (`?` for SQLite, `%s` for psycopg) and
+its own idioms; nothing is rewritten from one dialect into the other.
+
+A statement whose shape depends on the call (how many seqs, which filters) is a method that
+returns the text and its parameters. A list of values is one parameter, `array(values)`: a JSON
+array that SQLite reads with json_each, a PostgreSQL array. Where the two backends do a thing in
+different ways altogether (full-text matching, bulk loading, handing out seqs), the backend's
+statements do it themselves on the connection given."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Iterable, Sequence
+from typing import Any
+
+from .backend import Conn
+
+__all__ = ["Statements"]
+
+Row = tuple[Any, ...]
+
+
+class Statements:
+    """Every statement the store runs; a backend's subclass gives each its text."""
+
+    # ---- schema bookkeeping ----------------------------------------------------------------
+    migrations_table: str
+    migration_applied: str  # (version,)
+    migration_record: str  # (version, name, applied_at)
+    schema_version: str
+    index_version: str
+    index_version_first: str  # (version,)
+    index_version_set: str  # (version,)
+
+    # ---- the full-text index -----------------------------------------------------------------
+    fts_clear: str
+    fts_sources: str  # seq, content, key, tags, category of every memory
+    fts_insert: str  # (rowid, content, key, tags, category)
+    fts_update: str  # (content, key, tags, category, rowid)
+    log_everything: str  # every memory into the change log
+
+    # ---- the change log and the in-memory index ------------------------------------------------
+    changes_bounds: str  # newest, oldest change
+    changed_since: str  # (change, namespace)
+    terms_of: str  # (namespace, array(seqs)): seq and the three indexed texts
+    terms_after: str  # (namespace, seq, limit)
+    log_seqs: str  # (namespace, array(seqs)) RETURNING change
+    log_range: str  # (first, last)
+    log_one: str  # (namespace, seq)
+    prune_log: str  # (keep,)
+
+    # ---- memories --------------------------------------------------------------------------
+    get: str  # (seq, namespace)
+    by_key: str  # (namespace, key)
+    taken_keys: str  # (namespace, array(keys))
+    hashes: str  # (namespace, array(digests))
+    by_hash: str  # (namespace, category, content_hash)
+    insert_memory: str  # (namespace, *draft values, content_hash, created, updated, accessed) RETURNING seq
+    categories_of: str  # (seq,): seq, category, session_id
+    keep_history: str  # (reason, changed_at, seq)
+    profile_stale_if: str  # (namespace, category, array(categories), seq, array(categories))
+    update_memory: str  # (*draft values, content_hash, updated_at, seq, namespace)
+    history: str  # (seq,)
+    drop_history: str  # (seq,)
+    core_lines: str  # (namespace,): category, content, day
+    live_of: str  # (namespace, array(seqs)): seq, category, session_id
+    delete_history: str  # (array(seqs),)
+    delete_fts: str  # (array(seqs),)
+    delete_memories: str  # (array(seqs),)
+    archived_of: str  # (namespace, array(seqs)): seq
+    delete_archived_history: str  # (array(seqs),)
+    delete_archived: str  # (array(seqs),)
+    log_rows: str  # (array(seqs), array(seqs)): seq, category, session_id, archived
+    touch: str  # executemany (count, at, seq, namespace)
+    touch_sessions: str  # (at, namespace, array(session ids))
+
+    # ---- reads outside a transaction -----------------------------------------------------------
+    count_by_category: str  # (namespace,)
+    count_by_tier: str  # (namespace,)
+    oldest: str  # (namespace,)
+    newest: str  # (namespace,)
+    session_count: str  # (namespace,)
+    archive_count: str  # (namespace,)
+    session: str  # (namespace, session_id)
+
+    # ---- sessions --------------------------------------------------------------------------
+    touch_session: str  # (namespace, session_id, created_at, updated_at)
+    set_topic: str  # (topic, namespace, session_id)
+    update_session: str  # (topic, emotion, variables, namespace, session_id)
+    session_variables: str  # (namespace, session_id)
+    add_session: str  # (namespace, *SessionRow) RETURNING 1 when added
+    idle_sessions: str  # (namespace, before)
+    end_session: str  # (namespace, session_id)
+
+    # ---- the profile -----------------------------------------------------------------------
+    profile_stale: str  # (namespace,)
+    profile: str  # (namespace,)
+    profile_data: str  # (namespace,)
+    profile_scrubbed: str  # (data, namespace)
+    profile_manual: str  # (namespace,)
+    profile_save: str  # (namespace, data, manual, at)
+    profile_save_manual: str  # (namespace, empty data, manual, at)
+    profile_sources: str  # (namespace, limit)
+    profile_live_ids: str  # (namespace, array(ids))
+    key_seqs: str  # (namespace, key): seq
+
+    # ---- the archive -----------------------------------------------------------------------
+    archive_history: str  # (array(seqs),)
+    restore_memories: str  # (at, array(seqs), namespace)
+    restore_sources: str  # (array(seqs), namespace): seq, content, key, tags, category
+    restore_history: str  # (array(seqs),)
+    archived_keys: str  # (array(seqs), namespace): seq, key
+    live_seqs: str  # (array(seqs), namespace)
+    key_holders: str  # (namespace, array(keys)): key, seq
+    live_count: str  # (namespace,)
+    cleanup_rows: str  # named: ns, accesses, unused_before, low, stale_before
+    working_memories: str  # (namespace, session_id)
+    promote: str  # (array(seqs), namespace)
+
+    # ---- export and import -----------------------------------------------------------------
+    export_memories: str  # (namespace, profile key)
+    export_history: str  # (namespace, profile key)
+    export_archived: str  # (namespace, profile key)
+    export_archived_history: str  # (namespace, profile key)
+    export_sessions: str  # (namespace,)
+    present_memories: str  # named: ns, digests (array)
+    held_hashes: str  # named: ns, digests (array)
+    key_holders_in_full: str  # named: ns, keys (array)
+    taken_seqs: str  # named: seqs (array)
+    top_seq: str
+
+    # ---- the extraction log ----------------------------------------------------------------
+    log_insert: str  # (namespace, digest, session_id, client, status, input, fast, deep, note_seq, at, at)
+    log_prune: str  # (namespace, seq)
+    log_pending: str  # (namespace, digest)
+    log_settle: str  # (deep, at, namespace, seq)
+    log_recent: str  # (namespace, limit)
+    log_settle_abandoned: str  # (deep, at, namespace, before)
+
+    # ---- shapes that depend on the call ----------------------------------------------------
+
+    def array(self, values: Iterable[Any]) -> Any:
+        """A list of values as one parameter."""
+        raise NotImplementedError
+
+    def filters(self, category: str | None, tags: Sequence[str] | None) -> tuple[str, list[Any]]:
+        """The `AND ...` clauses (on alias m) keeping a category and memories holding every tag."""
+        raise NotImplementedError
+
+    def equals(self, column: str) -> str:
+        """` AND m.<column> = <parameter>`."""
+        raise NotImplementedError
+
+    def search_rows(
+        self, namespace: str, seqs: Sequence[int], where: str, args: Sequence[Any]
+    ) -> tuple[str, tuple[Any, ...]]:
+        """Newest and oldest change, then the rows of `seqs` that pass the filters (`where`, with
+        their values `args`): the recall's one round trip."""
+        raise NotImplementedError
+
+    def search_like(self, terms: int, where: str) -> str:
+        """Memories holding any of `terms` substrings in content or key, with how many they hold
+        (parameters: two patterns per term, namespace, the filters', the patterns again, limit)."""
+        raise NotImplementedError
+
+    def list_count(self, where: str) -> str:
+        """(namespace, the filters')."""
+        raise NotImplementedError
+
+    def list_rows(self, column: str, where: str, keyset: bool) -> str:
+        """A page of memories by `column`, newest first (parameters: namespace, the filters',
+        with `keyset` the last value twice and its seq, limit)."""
+        raise NotImplementedError
+
+    def archive_move(self, at: str, reasons: Sequence[tuple[int, str]], namespace: str) -> tuple[str, list[Any]]:
+        """Copy live memories to the archive with a reason each, RETURNING seq."""
+        raise NotImplementedError
+
+    def insert_rows(self, table: str, columns: str, width: int, rows: int) -> str:
+        """A multi-row INSERT of `rows` rows of `width` values each."""
+        raise NotImplementedError
+
+    async def similar(self, conn: Conn, match: str, namespace: str, category: str, limit: int) -> list[Row]:
+        """Memory rows best matching `match` (tokens.fts_query) in the full-text index, best first."""
+        raise NotImplementedError
+
+    def write_batch(self, conn: Conn, memories: list[Row], fts: list[Row]) -> list[Awaitable[Any]]:
+        """The writes of a bulk insert's batch (rows of draft_values.MEMORY_ROW and FTS_ROW)."""
+        raise NotImplementedError
+
+    async def after_bulk(self, conn: Conn, rows: int) -> None:
+        """After a bulk insert of `rows` memories, in its transaction: whatever the database
+        needs to plan well over them."""
+        raise NotImplementedError
+
+    async def next_seqs(self, conn: Conn, count: int) -> int:
+        """The first of `count` consecutive new seqs, taken for rows that give their seq."""
+        raise NotImplementedError
+
+    async def seqs_after(self, conn: Conn, top: int) -> None:
+        """New memories get seqs above `top` from now on (imported seqs are never handed out)."""
+        raise NotImplementedError
+
+    async def announce(self, conn: Conn, payloads: Iterable[str]) -> None:
+        """Tell other processes what this transaction changed, delivered at its commit, when the
+        database can (PostgreSQL's NOTIFY); SQLite cannot, and their searches read the change log."""
+        raise NotImplementedError
