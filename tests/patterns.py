@@ -92,14 +92,16 @@ def package_patterns() -> list[Found]:
     """Each distinct pattern (text and flags) of every module of the package, once."""
     found: dict[tuple[str, int], Found] = {}
     seen: set[int] = set()
-    for info in sorted(pkgutil.iter_modules([str(PACKAGE)]), key=lambda i: i.name):
-        if info.name == "__main__":
+    prefix = f"{mcp_memory_server.__name__}."
+    for info in sorted(pkgutil.walk_packages([str(PACKAGE)], prefix), key=lambda i: i.name):
+        if info.name.endswith(".__main__"):
             continue
-        module = importlib.import_module(f"mcp_memory_server.{info.name}")
+        module = importlib.import_module(info.name)
+        short = info.name.removeprefix(prefix)
         for name, value in vars(module).items():
             if name.startswith("__"):
                 continue
-            for f in _walk(value, f"{info.name}.{name}", seen):
+            for f in _walk(value, f"{short}.{name}", seen):
                 found.setdefault((f.pattern.pattern, f.pattern.flags), f)
     return list(found.values())
 
@@ -107,8 +109,10 @@ def package_patterns() -> list[Found]:
 def inline_pattern_calls() -> list[str]:
     """`re.search(...)`, `re.compile(...)` and the like inside a function body, as file:line."""
     calls: list[str] = []
-    for path in sorted(PACKAGE.glob("*.py")):
-        if path.name == "text/lazy_pattern.py":  # compiles the patterns `lazy()` was given, found as those
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if (
+            path.relative_to(PACKAGE).as_posix() == "text/lazy_pattern.py"
+        ):  # compiles the patterns `lazy()` was given, found as those
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for func in ast.walk(tree):
@@ -122,7 +126,7 @@ def inline_pattern_calls() -> list[str]:
                     and node.func.value.id == "re"
                     and node.func.attr in _RUNNERS
                 ):
-                    calls.append(f"{path.name}:{node.lineno}")
+                    calls.append(f"{path.relative_to(PACKAGE).as_posix()}:{node.lineno}")
     return sorted(set(calls))
 
 

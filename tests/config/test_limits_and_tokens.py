@@ -92,9 +92,9 @@ def test_dns_rebinding_protection_accepts_loopback_and_the_configured_hosts() ->
     settings = transport_security(["memory.internal", "10.0.0.5:9000"])
     assert settings.enable_dns_rebinding_protection
     assert {"127.0.0.1:*", "localhost:*", "[::1]:*", "memory.internal", "memory.internal:*"} <= set(
-        settings.http.allowed_hosts
+        settings.allowed_hosts
     )
-    assert "10.0.0.5:9000" in settings.http.allowed_hosts and "10.0.0.5:9000:*" not in settings.http.allowed_hosts
+    assert "10.0.0.5:9000" in settings.allowed_hosts and "10.0.0.5:9000:*" not in settings.allowed_hosts
     assert "https://memory.internal" in settings.allowed_origins
 
 

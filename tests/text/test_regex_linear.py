@@ -103,10 +103,17 @@ def test_no_pattern_is_written_inside_a_function() -> None:
 
 def test_the_inventory_finds_every_table() -> None:
     found = {f.where for f in package_patterns()}
-    assert len(found) >= 150
-    for where in ("redact._CAMEL", "redact._STATEMENTS[0].pattern", "redact._PROVIDERS[3].pattern", "value._AMOUNT"):
+    # Every folder's modules are walked (the tables live in text/, sieve/, transfer/, config/ ...).
+    assert len(found) >= 140
+    for where in (
+        "text.redaction._CAMEL",
+        "text.redaction._STATEMENTS[0].pattern",
+        "text.redaction._PROVIDERS[3].pattern",
+        "sieve.value._AMOUNT",
+    ):
         assert where in found
-    assert {"signal_patterns._TODO", "signal_patterns.FORCED_PREFIXES[2]", "signals._BOUNDARY", "sieve._FENCE"} <= found
+    expected = {"sieve.signal_patterns._TODO", "sieve.signal_patterns.FORCED_PREFIXES[2]", "sieve.signals._BOUNDARY"}
+    assert expected | {"sieve.sieve._FENCE", "config.parsers.NAMESPACE_PATTERN"} <= found
 
 
 @pytest.mark.timeout(900)
