@@ -816,7 +816,10 @@ def test_a_narrow_window_small_batches_and_many_tags(context: BrowserContext, tm
             for i in range(12):
                 api.post("/memories", {"content": f"分页删除 paging {i}", "category": "note"})
             tab.reload()
+            # The list drawn first: a page size chosen while it still loads is drawn over.
+            expect(tab.get_by_test_id("memory-row")).to_have_count(12)
             tab.get_by_test_id("page-size").select_option("10")
+            expect(tab.get_by_test_id("page-info")).to_have_text("1–10 of 12")
             tab.get_by_test_id("page-next").click()
             expect(tab.get_by_test_id("memory-row")).to_have_count(2)
             tab.get_by_test_id("select-all").check()

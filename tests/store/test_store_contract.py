@@ -25,6 +25,7 @@ from mcp_memory_server.store.rows import SessionRow, iso, parse_id
 from mcp_memory_server.store.store import Store
 from mcp_memory_server.text.segmenter import Segmenter
 from mcp_memory_server.text.tokens import fingerprint, fts_query, keyword_query
+from mcp_memory_server.transfer.json_format import EarlierValue
 
 from .. import rawdb
 
@@ -38,19 +39,6 @@ def _at(minutes: int) -> datetime:
 
 def _draft(content: str, **kw: Any) -> Draft:
     return Draft(content=content, **kw)
-
-
-@dataclass
-class _Earlier:
-    content: str
-    key: str | None
-    category: str
-    importance: float
-    confidence: float
-    tags: str
-    source: str
-    reason: str
-    changed_at: str
 
 
 @dataclass
@@ -191,7 +179,7 @@ async def _script(store: Store) -> dict[str, Any]:
         out["top_seq"] = top
         row = SessionRow("s2", "旅行", '{"城市": "杭州"}', 2, None, iso(_at(40)), iso(_at(41)))
         out["add_session"] = (await export_import.add_session(tx, row), await export_import.add_session(tx, row))
-        earlier = _Earlier("旧的值 old", None, "fact", 0.4, 0.7, '["旧"]', "user", "updated", iso(_at(1)))
+        earlier = EarlierValue("旧的值 old", None, "fact", 0.4, 0.7, '["旧"]', "user", "updated", iso(_at(1)))
         records = [
             _Imported(
                 1,
