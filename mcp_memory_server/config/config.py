@@ -11,6 +11,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BeforeValidator, Field, ValidationError
 
@@ -130,7 +131,7 @@ class Config(Settings):
         """A copy with some settings replaced, by name (`max_page=3`), checked as a new one."""
         values: dict[str, Any] = {}
         for name, value in self:
-            values[name] = dict(value) if isinstance(value, Settings) and name in _GROUPS else value
+            values[name] = dict(value) if name in _GROUPS else value
         for name, value in changes.items():
             _put(values, _PATHS.get(name, name), value)
         try:
@@ -148,25 +149,21 @@ class Config(Settings):
         """The database's name alone (no directory, host or user): the file or database name."""
         if self.db_url is None:
             return self.db_path.name
-        from urllib.parse import urlsplit
-
         return urlsplit(self.db_url).path.strip("/") or "postgresql"
 
 
 ENV_VARS: tuple[EnvVar, ...] = tuple(env_vars(Config))
+# The groups of settings, and each setting's place by its name alone (flags and `with_changes` name
+# settings, not groups): the names are unique across the groups.
 _GROUPS = {
     n for n, i in Config.model_fields.items() if isinstance(i.annotation, type) and issubclass(i.annotation, Settings)
 }
-# Each setting's place by its name alone (flags and `with_changes` name settings, not groups):
-# the names are unique across the groups.
 _PATHS: dict[str, str] = {}
-for _group, _info in Config.model_fields.items():
-    _type = _info.annotation
-    if isinstance(_type, type) and issubclass(_type, Settings):
-        for _name in _type.model_fields:
-            assert _name not in _PATHS, _name
-            assert _name not in Config.model_fields, _name
-            _PATHS[_name] = f"{_group}.{_name}"
+for _group in _GROUPS:
+    for _name in getattr(Config.model_fields[_group].annotation, "model_fields", {}):
+        assert _name not in _PATHS, _name
+        assert _name not in Config.model_fields, _name
+        _PATHS[_name] = f"{_group}.{_name}"
 _PATHS.update({"markdown_language": "markdown.language", "markdown_limit": "markdown.limit"})
 
 

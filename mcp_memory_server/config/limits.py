@@ -4,7 +4,7 @@ are `Config.limits`)."""
 
 from __future__ import annotations
 
-from ..models import MAX_CATEGORY_CHARS
+from ..models import MAX_CATEGORY_CHARS  # a category name: lower_snake (models.CATEGORY_PATTERN)
 
 __all__ = [
     "BODY_BYTES_PER_ITEM",
@@ -24,7 +24,6 @@ __all__ = [
 ]
 
 MAX_RECALL_HITS = 50  # hits one recall or search returns at most (the tool, the dashboard, the CLI)
-MAX_CATEGORY_CHARS = MAX_CATEGORY_CHARS  # a category name: lower_snake (models.CATEGORY_PATTERN)
 MAX_ID_CHARS = 40  # a memory id as a client sends it (mem_123); longer is not an id of ours
 MAX_KEY_CHARS = 200  # a memory's key (user.city)
 MAX_SESSION_CHARS = 200  # a session id

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ..config.limits import MAX_CATEGORY_CHARS
+from ..config.limits import MAX_CATEGORY_CHARS, MAX_KEY_CHARS
 from ..errors import InvalidInput
 from ..models import Draft, Memory, Model, RememberAction
 from ..store.rows import memory_id, parse_id, utcnow
@@ -49,7 +49,7 @@ class ChangeOp(BaseModel):
 
     key: str = Field(
         min_length=1,
-        max_length=validate.MAX_KEY_CHARS,
+        max_length=MAX_KEY_CHARS,
         description="Memory id or key slot; a new key creates one.",
     )
     action: Literal["add", "del"] = Field(description="add: create or replace; del: delete.")

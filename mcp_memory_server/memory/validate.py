@@ -17,8 +17,6 @@ from ..text.redaction import describe, redact
 from ..text.tokens import normalize
 
 __all__ = [
-    "MAX_KEY_CHARS",
-    "MAX_SESSION_CHARS",
     "batch",
     "category",
     "client_name",
