@@ -34,6 +34,7 @@ __all__ = [
     "RememberResult",
     "RestoreConflict",
     "RestoreResult",
+    "SemanticStatus",
     "SessionState",
     "SharedModel",
     "Source",
@@ -290,6 +291,20 @@ class SessionState(Model):
     updated_at: datetime
 
 
+class SemanticStatus(Model):
+    """The semantic stage of recall: its model, and how far the background embedding has come."""
+
+    state: Literal["off", "loading", "embedding", "ready", "failed"] = Field(
+        description="off: not enabled (or no embedding backend installed); loading: the model is loading; "
+        "embedding: memories are being embedded in the background (recall uses keywords for the others); "
+        "ready: every memory has a vector; failed: the model could not load or run, recall is keyword-only."
+    )
+    model: str | None = Field(description="The embedding model's id (vectors of other models are never used).")
+    embedded: int = Field(description="Memories with a vector of this model, computed from their present content.")
+    total: int = Field(description="Live memories.")
+    reason: str | None = Field(description="Why the stage is off or failed; null otherwise.")
+
+
 class Stats(Model):
     total: int = Field(description="Live memories (archived ones not included).")
     archived: int = Field(description="Memories set aside by cleanup or session expiry; restore brings them back.")
@@ -301,6 +316,9 @@ class Stats(Model):
     schema_version: int
     oldest: datetime | None
     newest: datetime | None
+    semantic: SemanticStatus | None = Field(
+        default=None, description="The semantic stage (a serving process's); null where nothing runs it."
+    )
 
 
 class CleanupCandidate(Model):

@@ -10,6 +10,7 @@ connection, its own in-memory search index, and queries that never leave the nam
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Coroutine, Iterable
 from contextlib import AsyncExitStack
 from contextvars import ContextVar
@@ -21,8 +22,11 @@ import anyio.abc
 
 from .. import __version__
 from ..config.config import Config
+from ..embed.embedder import Embedder
+from ..embed.loader import backend_installed, load_embedder
 from ..errors import MemoryServerError, NotFound, StoreError
 from ..memory import lifecycle
+from ..memory.embedding import EmbeddingWorker, SemanticStage
 from ..memory.service import MemoryService
 from ..memory.sessions import Sessions
 from ..models import Stats
@@ -41,6 +45,25 @@ Background = Callable[[Store], Coroutine[object, object, None]]
 SERVING: ContextVar[str | None] = ContextVar("mcp_memory_server_serving", default=None)
 
 
+_LOADED: dict[str, Embedder] = {}
+_LOADING = threading.Lock()
+
+
+def _load_once(config: Config) -> Embedder:
+    """The configured model, loaded once per process (every `Spaces` of the process shares it:
+    the dashboard beside the MCP endpoint, tests that serve many times)."""
+    name = config.embedding.embedding_model
+    with _LOADING:
+        if name not in _LOADED:
+            _LOADED[name] = load_embedder(config)
+        return _LOADED[name]
+
+
+def semantic_stage(config: Config) -> SemanticStage:
+    """The semantic stage the settings ask for (not loaded yet: `SemanticStage.loaded`)."""
+    return SemanticStage.from_config(config, _load_once, backend_installed)
+
+
 async def _for(namespace: str, job: Background, store: Store) -> None:
     SERVING.set(namespace)  # this task's own context
     await job(store)
@@ -56,6 +79,7 @@ class AppState:
     sessions: Sessions
     sieve: Sieve
     behind_tokens: bool = False  # served to token holders, who share the server but not its files
+    embedding: EmbeddingWorker | None = None  # the semantic stage's background worker
 
     @property
     def namespace(self) -> str:
@@ -65,6 +89,8 @@ class AppState:
         """The namespace's statistics. Behind tokens the database's location on the server is
         nobody's business but the operator's: only its file name is shown."""
         stats = await self.service.stats()
+        if self.embedding is not None:
+            stats = stats.model_copy(update={"semantic": await self.embedding.status()})
         if self.behind_tokens:
             return stats.model_copy(update={"db_path": self.config.database_name})
         return stats
@@ -87,6 +113,13 @@ async def _maintain(store: Store, minutes: float) -> None:
         if minutes <= 0:
             return
         await anyio.sleep(minutes * 60)
+
+
+def _embed(worker: EmbeddingWorker) -> Background:
+    async def embed(store: Store) -> None:
+        await worker.run()
+
+    return embed
 
 
 class Spaces:
@@ -113,6 +146,7 @@ class Spaces:
         self._background = tuple(background)
         self._open: dict[str, AppState] = {}
         self._stack = AsyncExitStack()
+        self.stage = semantic_stage(config)
 
     async def __aenter__(self) -> Spaces:
         try:
@@ -126,13 +160,14 @@ class Spaces:
                     sessions=Sessions(service),
                     sieve=Sieve(service),
                     behind_tokens=self.require_token,
+                    embedding=EmbeddingWorker(store, self.stage),
                 )
             # Entered after the stores, so on the way out the tasks are cancelled and awaited
             # before the stores close under them.
             tasks = await self._stack.enter_async_context(anyio.create_task_group())
             self._stack.callback(tasks.cancel_scope.cancel)
             for state in self._open.values():
-                self._start(tasks, state.store)
+                self._start(tasks, state)
         except BaseException:
             await self._stack.aclose()
             raise
@@ -167,11 +202,15 @@ class Spaces:
         self._open.clear()
         await self._stack.__aexit__(kind, exc, tb)
 
-    def _start(self, tasks: anyio.abc.TaskGroup, store: Store) -> None:
+    def _start(self, tasks: anyio.abc.TaskGroup, state: AppState) -> None:
         # The search index is built in the background: start-up does not wait for it, and the
-        # first recall usually finds it ready.
+        # first recall usually finds it ready. So is the embedding model loaded and run: writes
+        # never wait for it, and recall is keyword-only until it is ready.
+        store = state.store
         for job in (*self._background, _warm, self._maintain):
             tasks.start_soon(_for, store.namespace, job, store)
+        if state.embedding is not None and self.stage.state != "off":
+            tasks.start_soon(_for, store.namespace, _embed(state.embedding), store)
 
     async def _maintain(self, store: Store) -> None:
         await _maintain(store, self.config.lifecycle.maintenance_minutes)

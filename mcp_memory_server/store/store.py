@@ -11,7 +11,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 
@@ -25,11 +25,12 @@ from .access_counts import Accesses
 from .backend import Backend, Conn
 from .changeset import Change, decode, encode, tell
 from .live_index import LiveIndex
-from .rows import ORDER_COLUMNS, Candidate, MemoryRow, Page, SessionRow, iso, memory_row, scalar, utcnow
+from .live_vectors import LiveVectors, Nearest, PendingText, VectorBounds, VectorProgress
+from .rows import ORDER_COLUMNS, Candidate, MemoryRow, Page, SessionRow, iso, memory_row, scalar, scalars, utcnow
 from .sqlite.backend import SqliteBackend
 from .tx import Tx
 
-__all__ = ["Store"]
+__all__ = ["QueryEncoder", "Store"]
 
 log = logging.getLogger(__name__)
 _NO_LOCK = contextlib.nullcontext()
@@ -41,6 +42,15 @@ def _backend(config: Config) -> Backend:
 
         return PgBackend(config.db_url, config.busy_timeout_ms)
     return SqliteBackend(config.db_path, config.busy_timeout_ms)
+
+
+class QueryEncoder(Protocol):
+    """What embeds a recall's query for the store's vector search: the semantic stage
+    (memory/embedding.py), attached by whoever runs it."""
+
+    async def encode_query(self, text: str) -> tuple[str, object] | None:
+        """(model id, the query's L2-normalised float32 vector), or None while no model is loaded."""
+        ...
 
 
 class Store:
@@ -60,6 +70,10 @@ class Store:
         # The in-memory index is brought up to date (and searched) by one search at a time.
         self._index_lock = anyio.Lock()
         self._live = LiveIndex(config, self.namespace, self._sql)
+        # The vectors of the semantic stage's model, once a model is in use (`use_vectors`).
+        self._vectors = LiveVectors(self.namespace, self._sql)
+        self._vector_lock = anyio.Lock()
+        self.encoder: QueryEncoder | None = None
         self._accesses = Accesses(
             self._lock, self._write_touches, lambda: self._open, reads_alongside=self._db.reads_alongside
         )
@@ -329,6 +343,132 @@ class Store:
             oldest=datetime.fromisoformat(oldest) if oldest else None,
             newest=datetime.fromisoformat(newest) if newest else None,
         )
+
+    # ---- embedding vectors (the semantic stage, store/live_vectors.py) ---------------------------
+
+    def use_vectors(self, model_id: str, dim: int) -> None:
+        """Search the vectors of this model from now on (the semantic stage calls it once its model
+        has loaded). Vectors of any other model are never loaded or compared."""
+        self._vectors.use(model_id, dim)
+
+    @property
+    def vector_model(self) -> str | None:
+        """The model whose vectors `vector_search` compares, or None before one is in use."""
+        return self._vectors.model[0] if self._vectors.model is not None else None
+
+    async def embed_query(self, text: str) -> object | None:
+        """The query's vector for `vector_search` (float32, L2-normalised), computed in a worker
+        thread by the attached encoder; None when the semantic stage is off, its model has not
+        loaded (or failed to), or this store searches another model's vectors. Recall then stays
+        keyword-only."""
+        encoder = self.encoder
+        if encoder is None or self._vectors.model is None:
+            return None
+        encoded = await encoder.encode_query(text)
+        if encoded is None or encoded[0] != self._vectors.model[0]:
+            return None
+        vector: object = encoded[1]
+        return vector
+
+    async def vector_search(self, query_vector: Any, limit: int) -> list[Nearest]:
+        """The `limit` memories of this namespace whose current vectors (of the model in use,
+        computed from their present content) are nearest `query_vector`, as `Nearest` (seq,
+        cosine) tuples, best first. Memories not embedded yet are absent; [] when no model is in
+        use. The index follows every process's writes (one short read when nothing changed), as
+        the keyword index does."""
+        async with self._vector_lock:
+            index = await self._synced_vectors()
+            found = index.search(query_vector, limit) if index is not None else []
+        return [Nearest(seq, cosine) for seq, cosine in found]
+
+    async def vector_scores(self, query_vector: Any, seqs: Sequence[int]) -> dict[int, float]:
+        """The cosine of `query_vector` with each of `seqs` that has a current vector (the others
+        are left out: recall scores them by keywords alone)."""
+        async with self._vector_lock:
+            index = await self._synced_vectors()
+            return index.scores(query_vector, seqs) if index is not None else {}
+
+    async def vector_count(self) -> int:
+        """How many memories the in-memory vector index holds (current vectors of the model in use)."""
+        async with self._vector_lock:
+            index = await self._synced_vectors()
+            return len(index) if index is not None else 0
+
+    async def _synced_vectors(self) -> Any:
+        if self._vectors.model is None:
+            return None
+        async with self._read() as conn:
+            peeked = self._db.peek(self._sql.vector_bounds, ())
+            rows = peeked if peeked is not None else list(await conn.execute_fetchall(self._sql.vector_bounds))
+            bounds = VectorBounds.of(rows[0])
+            if self._vectors.index is not None and bounds == self._vectors.seen:
+                return self._vectors.index
+            return await self._vectors.sync(conn, bounds)
+
+    async def vector_bounds(self) -> VectorBounds:
+        """The change log's newest and oldest change and the newest batch of vectors written:
+        what the embedding worker compares to learn whether anything was written since it looked."""
+        async with self._read() as conn:
+            rows = list(await conn.execute_fetchall(self._sql.vector_bounds))
+        return VectorBounds.of(rows[0])
+
+    async def changed_since(self, change: int) -> list[int]:
+        """Seqs of this namespace's memories written, changed or deleted after `change`."""
+        async with self._read() as conn:
+            return await scalars(conn, self._sql.changed_since, (change, self.namespace))
+
+    async def pending_vectors(self, model_id: str, after: int, limit: int) -> list[PendingText]:
+        """Up to `limit` memories after seq `after`, in seq order, without a current vector of the
+        model (none yet, another model's, or one of content they no longer have)."""
+        async with self._read() as conn:
+            rows = await conn.execute_fetchall(self._sql.vectors_pending, (self.namespace, after, model_id, limit))
+        return [PendingText._make(r) for r in rows]
+
+    async def pending_vectors_of(self, model_id: str, seqs: Sequence[int]) -> list[PendingText]:
+        """Those of `seqs` that are live memories without a current vector of the model."""
+        if not seqs:
+            return []
+        async with self._read() as conn:
+            rows = await conn.execute_fetchall(
+                self._sql.vectors_pending_of, (self.namespace, self._sql.array(seqs), model_id)
+            )
+        return [PendingText._make(r) for r in rows]
+
+    async def vector_progress(self, model_id: str) -> VectorProgress:
+        """(memories with a current vector of the model, live memories) in this namespace."""
+        async with self._read() as conn:
+            embedded = await scalar(conn, self._sql.vectors_current, (self.namespace, model_id))
+            total = await scalar(conn, self._sql.live_count, (self.namespace,))
+        return VectorProgress(int(embedded or 0), int(total or 0))
+
+    async def write_vectors(self, model_id: str, rows: Sequence[tuple[int, str]], vectors: Any) -> int:
+        """Store the vectors of memories given as (seq, content_hash their text had when read), one
+        row of `vectors` (float32, shape (len(rows), dim), L2-normalised) each, quantised by
+        index/vectors.encode, in one short transaction; each replaces its memory's earlier vector
+        of any model. A memory deleted, archived or changed since its text was read gets none (its
+        row decides, inside the statement), so a vector never describes old content. Idempotent:
+        several processes may write the same vector. Returns how many were stored. No model runs
+        here: the vectors were computed before."""
+        if not rows:
+            return 0
+        from ..index.vectors import encode  # numpy: loaded with the semantic stage, not at start-up
+
+        blobs = encode(vectors)
+        if len(blobs) != len(rows):
+            raise StoreError(f"{len(rows)} memories were given {len(blobs)} vectors")
+        dim = len(blobs[0]) - 4
+        async with self._lock:
+            try:
+                async with self._db.write() as conn:
+                    written = int(await scalar(conn, self._sql.vector_written_next))
+                    stored = 0
+                    for (seq, digest), blob in zip(rows, blobs, strict=True):
+                        values = (model_id, dim, blob, written, seq, digest)
+                        cursor = await conn.execute(self._sql.vector_upsert, values)
+                        stored += max(cursor.rowcount, 0)
+            except self._db.errors as exc:
+                raise StoreError(f"writing vectors failed and was rolled back: {exc}") from exc
+        return stored
 
     # ---- access tracking (store/access_counts.py) ----------------------------------------------------------
 

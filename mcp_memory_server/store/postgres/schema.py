@@ -205,4 +205,21 @@ MIGRATIONS: tuple[Migration, ...] = (
             "ALTER TABLE schema_migrations ALTER COLUMN applied_at TYPE timestamptz USING applied_at::timestamptz",
         ),
     ),
+    (
+        8,
+        "embedding vectors of the semantic stage",
+        (
+            # As on SQLite (see store/sqlite/schema.py): the vector is bytea, searched in process
+            # like the keyword index, so rankings are the same on both backends (no pgvector).
+            """CREATE TABLE memory_vectors (
+                seq          BIGINT PRIMARY KEY REFERENCES memories (seq) ON DELETE CASCADE,
+                model        TEXT NOT NULL,
+                dim          INTEGER NOT NULL,
+                content_hash TEXT NOT NULL,
+                vector       bytea NOT NULL,
+                written      BIGINT NOT NULL
+            )""",
+            "CREATE INDEX memory_vectors_written ON memory_vectors (written)",
+        ),
+    ),
 )

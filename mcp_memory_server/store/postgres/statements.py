@@ -259,6 +259,42 @@ class PgStatements(Statements):
         " coalesce((SELECT max(seq) FROM memories), 0), coalesce((SELECT max(seq) FROM memory_archive), 0))"
     )
 
+    vector_bounds = (
+        "SELECT (SELECT max(change) FROM memory_changes), (SELECT min(change) FROM memory_changes),"
+        " (SELECT max(written) FROM memory_vectors)"
+    )
+    vector_written_next = "SELECT coalesce(max(written), 0) + 1 FROM memory_vectors"
+    # The memory's row decides: a memory deleted or changed since it was read gets no vector.
+    vector_upsert = (
+        "INSERT INTO memory_vectors (seq, model, dim, content_hash, vector, written)"
+        " SELECT seq, %s, %s, content_hash, %s, %s FROM memories WHERE seq = %s AND content_hash = %s"
+        " ON CONFLICT (seq) DO UPDATE SET model = excluded.model, dim = excluded.dim,"
+        " content_hash = excluded.content_hash, vector = excluded.vector, written = excluded.written"
+    )
+    _NO_VECTOR = (
+        " AND NOT EXISTS (SELECT 1 FROM memory_vectors v WHERE v.seq = m.seq AND v.model = %s"
+        " AND v.content_hash = m.content_hash)"
+    )
+    vectors_pending = (
+        f"SELECT m.seq, m.content, m.content_hash FROM memories m WHERE {_M_NS} AND m.seq > %s{_NO_VECTOR}"
+        " ORDER BY m.seq LIMIT %s"
+    )
+    vectors_pending_of = (
+        f"SELECT m.seq, m.content, m.content_hash FROM memories m WHERE {_M_NS} AND m.seq = {_SEQS}"
+        f"{_NO_VECTOR} ORDER BY m.seq"
+    )
+    _CURRENT = (
+        "SELECT v.seq, v.vector FROM memory_vectors v JOIN memories m ON m.seq = v.seq"
+        f" AND m.content_hash = v.content_hash WHERE {_M_NS} AND v.model = %s"
+    )
+    vectors_after = f"{_CURRENT} AND v.seq > %s ORDER BY v.seq LIMIT %s"
+    vectors_of = f"{_CURRENT} AND v.seq = {_SEQS}"
+    vectors_written_since = f"{_CURRENT} AND v.written > %s"
+    vectors_current = (
+        "SELECT count(*) FROM memory_vectors v JOIN memories m ON m.seq = v.seq"
+        f" AND m.content_hash = v.content_hash WHERE {_M_NS} AND v.model = %s"
+    )
+
     log_insert = (
         "INSERT INTO extraction_log (namespace, digest, session_id, client, status, input, fast, deep, note_seq,"
         f" created_at, updated_at) VALUES ({', '.join(['%s'] * 11)}) RETURNING seq"

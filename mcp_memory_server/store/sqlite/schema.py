@@ -192,4 +192,25 @@ MIGRATIONS: tuple[Migration, ...] = (
         "native types: times as timestamptz, JSON as jsonb, the profile's flag as boolean",
         (),  # PostgreSQL's; SQLite keeps ISO 8601 text, JSON text and 0 or 1, as it always has
     ),
+    (
+        8,
+        "embedding vectors of the semantic stage",
+        (
+            # One vector per memory, of the model named beside it, computed from the content whose
+            # fingerprint it keeps: a vector whose content_hash is not its memory's any more is stale
+            # and never used (the background worker embeds the memory again). A deleted or archived
+            # memory's vector goes with it. `written` numbers the commits that wrote vectors, so
+            # every process's in-memory vector index reads only what is new since it looked.
+            # vector: index/vectors.encode's bytes (dim int8 codes, then a float32 scale).
+            """CREATE TABLE memory_vectors (
+                seq          INTEGER PRIMARY KEY REFERENCES memories (seq) ON DELETE CASCADE,
+                model        TEXT NOT NULL,
+                dim          INTEGER NOT NULL,
+                content_hash TEXT NOT NULL,
+                vector       BLOB NOT NULL,
+                written      INTEGER NOT NULL
+            )""",
+            "CREATE INDEX memory_vectors_written ON memory_vectors (written)",
+        ),
+    ),
 )

@@ -264,6 +264,43 @@ class SqliteStatements(Statements):
         " coalesce((SELECT max(seq) FROM memories), 0), coalesce((SELECT max(seq) FROM memory_archive), 0))"
     )
 
+    vector_bounds = (
+        "SELECT (SELECT max(change) FROM memory_changes), (SELECT min(change) FROM memory_changes),"
+        " (SELECT max(written) FROM memory_vectors)"
+    )
+    vector_written_next = "SELECT coalesce(max(written), 0) + 1 FROM memory_vectors"
+    # The memory's row decides: a memory deleted or changed since it was read gets no vector.
+    vector_upsert = (
+        "INSERT INTO memory_vectors (seq, model, dim, content_hash, vector, written)"
+        " SELECT seq, ?, ?, content_hash, ?, ? FROM memories WHERE seq = ? AND content_hash = ?"
+        " ON CONFLICT (seq) DO UPDATE SET model = excluded.model, dim = excluded.dim,"
+        " content_hash = excluded.content_hash, vector = excluded.vector, written = excluded.written"
+    )
+    _NO_VECTOR = (
+        " AND NOT EXISTS (SELECT 1 FROM memory_vectors v WHERE v.seq = m.seq AND v.model = ?"
+        " AND v.content_hash = m.content_hash)"
+    )
+    # Memories in seq order from the primary key (`+` keeps the namespace's indexes out of the plan).
+    vectors_pending = (
+        f"SELECT m.seq, m.content, m.content_hash FROM memories m WHERE +m.namespace = ? AND m.seq > ?{_NO_VECTOR}"
+        " ORDER BY m.seq LIMIT ?"
+    )
+    vectors_pending_of = (
+        f"SELECT m.seq, m.content, m.content_hash FROM memories m WHERE +m.namespace = ? AND m.seq IN {_SEQS}"
+        f"{_NO_VECTOR} ORDER BY m.seq"
+    )
+    _CURRENT = (
+        "SELECT v.seq, v.vector FROM memory_vectors v CROSS JOIN memories m ON m.seq = v.seq"
+        " AND m.content_hash = v.content_hash WHERE +m.namespace = ? AND v.model = ?"
+    )
+    vectors_after = f"{_CURRENT} AND v.seq > ? ORDER BY v.seq LIMIT ?"
+    vectors_of = f"{_CURRENT} AND v.seq IN {_SEQS}"
+    vectors_written_since = f"{_CURRENT} AND v.written > ?"
+    vectors_current = (
+        "SELECT count(*) FROM memory_vectors v CROSS JOIN memories m ON m.seq = v.seq"
+        " AND m.content_hash = v.content_hash WHERE +m.namespace = ? AND v.model = ?"
+    )
+
     log_insert = (
         "INSERT INTO extraction_log (namespace, digest, session_id, client, status, input, fast, deep, note_seq,"
         " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq"
