@@ -23,6 +23,10 @@ from mcp_memory_server.text import Segmenter
 
 from . import pg_server as pg_server_module
 
+# Servers the tests start (in subprocesses, which inherit this) leave the semantic stage off unless
+# a test turns it on: loading the embedding model in every one would cost the suite minutes of CPU.
+os.environ.setdefault("MCP_MEMORY_SEMANTIC", "off")
+
 # Hypothesis profiles of tests/server/test_hostile_input.py, registered here and used only there (other
 # tests keep Hypothesis's defaults). "hostile-ci" draws the same examples on every run and keeps no
 # example database, so a failure in CI fails again on any machine; "hostile-explore"

@@ -8,11 +8,13 @@ upgrades in place and reads back the same."""
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import psycopg
 import pytest
 
@@ -35,6 +37,15 @@ T0 = datetime(2026, 3, 1, 8, 30, tzinfo=UTC)
 
 def _at(minutes: int) -> datetime:
     return T0 + timedelta(minutes=minutes)
+
+
+_MODEL, _DIM = "test-model@1", 8
+
+
+def _unit_vectors(n: int) -> Any:
+    """n fixed, different, L2-normalised vectors of _DIM dimensions."""
+    rows = np.array([[math.sin(i * 1.7 + j) for j in range(_DIM)] for i in range(1, n + 1)], dtype=np.float32)
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
 
 
 def _draft(content: str, **kw: Any) -> Draft:
@@ -213,6 +224,26 @@ async def _script(store: Store) -> dict[str, Any]:
         await tx.drop_history(tea)
         out["history_dropped"] = await tx.history(tea)
 
+    # The semantic stage's vectors: what has none, written back, searched, made stale by an edit.
+    pending = await store.pending_vectors(_MODEL, 0, 100)
+    out["vectors_pending"] = pending
+    vectors = _unit_vectors(len(pending))
+    out["vectors_written"] = await store.write_vectors(_MODEL, [(p.seq, p.content_hash) for p in pending], vectors)
+    out["vectors_pending_after"] = await store.pending_vectors(_MODEL, 0, 100)
+    out["vectors_other_model"] = len(await store.pending_vectors("another-model", 0, 100))
+    store.use_vectors(_MODEL, _DIM)
+    out["vector_search"] = await store.vector_search(vectors[0], 3)
+    out["vector_scores"] = await store.vector_scores(vectors[1], [p.seq for p in pending] + [424242])
+    async with store.transaction() as tx:
+        edited = pending[0]
+        await tx.replace(
+            edited.seq, _draft("换了内容 changed content"), fingerprint("换了内容 changed content"), _at(55), "updated"
+        )
+    out["vector_search_after_edit"] = await store.vector_search(vectors[0], 3)
+    out["vectors_pending_of"] = await store.pending_vectors_of(_MODEL, [p.seq for p in pending])
+    out["vectors_stale_write"] = await store.write_vectors(_MODEL, [(edited.seq, edited.content_hash)], vectors[:1])
+    out["vector_progress"] = await store.vector_progress(_MODEL)
+
     async with store.transaction() as tx:
         run_id = await extraction_log.insert(
             tx,
@@ -273,6 +304,19 @@ def _checks(out: dict[str, Any]) -> None:
     assert out["seq_after_import"] == f"mem_{out['top_seq'] + 12}"  # imported seqs are never handed out again
     assert out["log_abandoned"] == 1 and [e.status for e in out["log_recent"]] == ["done", "done"]
     assert out["schema_version"] == len(PG_MIGRATIONS)
+    pending = out["vectors_pending"]
+    assert len(pending) >= 8 and [p.seq for p in pending] == sorted(p.seq for p in pending)
+    assert out["vectors_written"] == len(pending) and out["vectors_pending_after"] == []
+    assert out["vectors_other_model"] == len(pending)  # another model's vectors are none of this one's
+    best = out["vector_search"][0]
+    assert best.seq == pending[0].seq and abs(best.cosine - 1.0) < 0.02 and len(out["vector_search"]) == 3
+    assert set(out["vector_scores"]) == {p.seq for p in pending}  # the unknown seq has no score
+    assert abs(out["vector_scores"][pending[1].seq] - 1.0) < 0.02
+    assert pending[0].seq not in [n.seq for n in out["vector_search_after_edit"]]  # stale: never used
+    assert [p.seq for p in out["vectors_pending_of"]] == [pending[0].seq]
+    assert out["vectors_pending_of"][0].content == "换了内容 changed content"
+    assert out["vectors_stale_write"] == 0  # computed from the old content: not stored
+    assert out["vector_progress"] == (len(pending) - 1, len(pending))
 
 
 async def test_every_operation_answers_the_same_on_both_backends(
