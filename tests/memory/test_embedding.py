@@ -78,7 +78,7 @@ async def _running(worker: EmbeddingWorker) -> AsyncIterator[EmbeddingWorker]:
 async def _until(worker: EmbeddingWorker, done: Callable[[SemanticStatus], bool]) -> SemanticStatus:
     """The worker's status once `done` holds (a bound that only catches a hang)."""
     with anyio.fail_after(180):
-        while not done(status := await worker.status()):
+        while not done(status := await worker.status()):  # noqa: ASYNC110 (read from the database)
             await anyio.sleep(0.05)
     return status
 
