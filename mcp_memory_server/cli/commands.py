@@ -17,9 +17,10 @@ from ..config import ENV_VARS
 from ..config.config import Config
 from ..config.limits import MAX_RECALL_HITS
 from ..errors import InvalidInput, MemoryServerError, NotFound
+from ..memory.embedding import EmbeddingWorker, SemanticStage
 from ..memory.service import MemoryService
 from ..runtime.access import Access, new_token
-from ..runtime.namespaces import Opened
+from ..runtime.namespaces import Opened, semantic_stage
 from ..store.store import Store
 from ..text.segmenter import Segmenter
 from ..transfer.importing import FORMATS, ImportSummary, import_bytes
@@ -85,6 +86,14 @@ def _common(defaults: bool) -> argparse.ArgumentParser:
         type=str.upper,
         default=d,
         help="log level of stderr messages (default: INFO)",
+    )
+    parent.add_argument(
+        "--semantic",
+        choices=["auto", "on", "off"],
+        type=str.lower,
+        default=d,
+        help="semantic recall: an embedding model beside the keywords, embedding memories in the background "
+        "(default: $MCP_MEMORY_SEMANTIC or auto: on when the semantic extra is installed)",
     )
     return parent
 
@@ -230,6 +239,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             namespace=args.namespace,
             tokens_file=getattr(args, "tokens_file", None),
             stateless_http=True if getattr(args, "stateless", False) else None,  # else the environment's
+            semantic=args.semantic,
         )
         _configure_logging(config.log_level)
         if args.command == "stats":
@@ -254,6 +264,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             chosen = "markdown" if args.command == "import-markdown" else args.format
             loaded = anyio.run(_import, config, args.file, _read(args.file), chosen)
             print(f"{args.file}: {loaded.detail}")
+            _embed_after_import(config, Bar("embedding"))
             return 0
         if args.command == "export-markdown":
             _write(args.file, anyio.run(_export_markdown, config, args.full))
@@ -414,6 +425,28 @@ async def _import(config: Config, file: str, data: bytes, file_format: str | Non
             return await import_bytes(store, data, file_format, name=file, progress=bar)
     finally:
         bar.close()
+
+
+def _embed_after_import(config: Config, bar: Bar) -> None:
+    """On a terminal, with the semantic stage on: embed what the import brought, with a progress
+    bar (interrupted, the rest is left to a server's background worker). Elsewhere (a script, a
+    pipe) the import returns at once and a server embeds in the background."""
+    stage = semantic_stage(config)
+    if not bar.enabled or stage.state == "off":
+        return
+    try:
+        anyio.run(_embed_all, config, stage, bar)
+    except KeyboardInterrupt:
+        bar.close()
+        print("jiyi: embedding interrupted; a running server embeds the rest in the background", file=sys.stderr)
+    finally:
+        bar.close()
+
+
+async def _embed_all(config: Config, stage: SemanticStage, bar: Bar) -> bool:
+    """Every memory without a current vector, embedded now, `bar` showing how many have one."""
+    async with Store(config, Segmenter(config.cache_dir)) as store:
+        return await EmbeddingWorker(store, stage).catch_up(bar)
 
 
 async def _export_markdown(config: Config, full: bool) -> str:
