@@ -36,5 +36,22 @@ function show(container, stats) {
             h('dt', {}, t('stats.db_path')), h('dd', {}, h('code', { 'data-testid': 'stat-db-path' }, stats.db_path)),
             h('dt', {}, t('stats.schema_version')), h('dd', {}, String(stats.schema_version)),
             h('dt', {}, t('stats.oldest')), h('dd', {}, stats.oldest ? fmtDate(stats.oldest) : t('common.none')),
-            h('dt', {}, t('stats.newest')), h('dd', {}, stats.newest ? fmtDate(stats.newest) : t('common.none')))))));
+            h('dt', {}, t('stats.newest')), h('dd', {}, stats.newest ? fmtDate(stats.newest) : t('common.none')))),
+        stats.semantic ? semantic(stats.semantic) : null)));
+}
+
+// The semantic stage: its state, its model and how many memories have a vector (N of M, a bar).
+function semantic(stage) {
+  const share = stage.total > 0 ? stage.embedded / stage.total : 1;
+  return h('section', { class: 'card', 'data-testid': 'stats-semantic', 'data-state': stage.state },
+    h('h2', {}, t('stats.semantic')),
+    h('dl', { class: 'fields' },
+      h('dt', {}, t('stats.semantic_state')),
+      h('dd', { 'data-testid': 'semantic-state' }, t(`semantic.${stage.state}`, {}, null) ?? stage.state),
+      stage.model ? [h('dt', {}, t('stats.semantic_model')), h('dd', {}, h('code', {}, stage.model))] : null,
+      stage.state === 'off' || stage.state === 'failed' ? null : [
+        h('dt', {}, t('stats.semantic_progress')),
+        h('dd', { 'data-testid': 'semantic-progress' }, bar(share, 'semantic-bar'),
+          ` ${fmtInt(stage.embedded)} / ${fmtInt(stage.total)}`)],
+      stage.reason ? [h('dt', {}, t('stats.semantic_reason')), h('dd', {}, stage.reason)] : null));
 }
