@@ -1,0 +1,151 @@
+"""The semantic stage's background embedding: how fast it catches up, whether writes keep their
+pace while it runs, and the memory it takes at a large store.
+
+    python -m benchmarks.semantic rate [--size 500] [--batch 32]
+    python -m benchmarks.semantic remember [--calls 300]
+    python -m benchmarks.semantic rss [--size 100000] [--dir $TMPDIR/mms-semantic-rss]
+
+`rate` imports `--size` memories (the English and Chinese conversation turns of
+benchmarks.latency) and times the worker embedding all of them with the bundled model.
+`remember` times `--calls` remember calls one at a time, first with the stage off, then while the
+worker embeds a backlog in the background. `rss` fills a kept database with `--size` memories
+and a vector for each (random unit vectors: the steady state after the background embedding,
+without hours of model time), then in this process builds the keyword index, loads the model and
+builds the vector index, and reads VmHWM and VmRSS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import numpy as np
+
+from mcp_memory_server.config import Config
+from mcp_memory_server.memory import MemoryService
+from mcp_memory_server.memory.embedding import EmbeddingWorker
+from mcp_memory_server.runtime.namespaces import semantic_stage
+from mcp_memory_server.store import Store
+from mcp_memory_server.text import Segmenter
+
+from .latency import _corpus
+from .rss import _status, build
+
+
+def _config(db: Path, cache: Path, **kw: Any) -> Config:
+    return Config.from_env({}, db_path=db, cache_dir=cache, **kw)
+
+
+async def rate(size: int, batch: int) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as tmp:
+        config = _config(Path(tmp) / "m.db", Path(tmp), semantic="on", embedding_batch=batch)
+        async with Store(config, Segmenter(config.cache_dir)) as store:
+            await MemoryService(store).import_memories([{"content": t[:2000]} for t in _corpus(size)])
+            worker = EmbeddingWorker(store, semantic_stage(config))
+            started = time.perf_counter()
+            assert await worker.stage.loaded() is not None
+            loaded = time.perf_counter() - started
+            started = time.perf_counter()
+            assert await worker.catch_up()
+            took = time.perf_counter() - started
+    return {"memories": size, "load_s": round(loaded, 2), "embed_s": round(took, 1), "per_s": round(size / took, 1)}
+
+
+async def remember(calls: int) -> dict[str, float]:
+    texts = _corpus(calls + 2000)
+    out: dict[str, float] = {}
+    for mode in ("off", "on"):
+        with tempfile.TemporaryDirectory() as tmp:
+            config = _config(Path(tmp) / "m.db", Path(tmp), semantic=mode)
+            async with Store(config, Segmenter(config.cache_dir)) as store:
+                service = MemoryService(store)
+                await service.import_memories([{"content": t[:2000]} for t in texts[calls:]])  # a backlog
+                await service.remember(content="warm up: jieba loaded")
+                worker = EmbeddingWorker(store, semantic_stage(config))
+                async with anyio.create_task_group() as tasks:
+                    if mode == "on":
+                        tasks.start_soon(worker.run)
+                        while worker.embedded == 0:  # noqa: ASYNC110 (the model loaded, a first batch written)
+                            await anyio.sleep(0.05)
+                    started = time.perf_counter()
+                    for i, text in enumerate(texts[:calls]):
+                        await service.remember(content=f"{text[:1000]} #{i}")
+                    took = time.perf_counter() - started
+                    tasks.cancel_scope.cancel()
+                out[f"stage_{mode}_per_s"] = round(calls / took, 1)
+                if mode == "on":
+                    out["embedded_meanwhile"] = worker.embedded
+    return out
+
+
+async def rss(size: int, folder: Path) -> dict[str, float]:
+    folder.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 (once, before anything runs)
+    db = folder / f"semantic-{size}.db"
+    config = _config(db, folder, semantic="on")
+    stage = semantic_stage(config)
+    if not db.exists():
+        await build(db, folder, size)
+    async with Store(config, Segmenter(folder)) as store:
+        embedder = await stage.loaded()
+        assert embedder is not None
+        model = embedder.model_id
+        rng = np.random.default_rng(7)
+        while pending := await store.pending_vectors(model, 0, 2000):
+            vectors = rng.standard_normal((len(pending), embedder.dim)).astype(np.float32)
+            vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+            await store.write_vectors(model, [(p.seq, p.content_hash) for p in pending], vectors)
+    before = _status(os.getpid())
+    async with Store(config, Segmenter(folder)) as store:
+        started = time.perf_counter()
+        await store.warm()
+        keyword_s = time.perf_counter() - started
+        store.use_vectors(embedder.model_id, embedder.dim)
+        started = time.perf_counter()
+        count = await store.vector_count()
+        vector_s = time.perf_counter() - started
+        query = embedder.embed_queries(["where do I live"])[0]
+        timings = []
+        for _ in range(20):
+            t = time.perf_counter()
+            await store.vector_search(query, 50)
+            timings.append(time.perf_counter() - t)
+        after = _status(os.getpid())
+    return {
+        "memories": size,
+        "vectors": count,
+        "keyword_index_s": round(keyword_s, 1),
+        "vector_index_s": round(vector_s, 1),
+        "vector_search_ms_p50": round(sorted(timings)[len(timings) // 2] * 1000, 1),
+        "rss_before_mb": round(before["VmRSS"]),
+        "VmHWM_mb": round(after["VmHWM"]),
+        "VmRSS_mb": round(after["VmRSS"]),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.semantic")
+    parser.add_argument("what", choices=["rate", "remember", "rss"])
+    parser.add_argument("--size", type=int, default=None)
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "mms-semantic-rss")
+    args = parser.parse_args()
+    random.seed(7)
+    if args.what == "rate":
+        result = anyio.run(rate, args.size or 500, args.batch)
+    elif args.what == "remember":
+        result = anyio.run(remember, args.calls)
+    else:
+        result = anyio.run(rss, args.size or 100_000, args.dir)
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
