@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal
 
@@ -42,6 +43,9 @@ _SLICE = 8
 _POLL_SECONDS = 2.0
 # Seqs from the change log checked per query when catching up with many writes (an import).
 _CHANGED_CHUNK = 1000
+# The worker's model calls wait until this process has written nothing for this long: on a
+# machine of few cores the model would otherwise take the CPU from a stream of remember calls.
+_QUIET_SECONDS = 0.2
 # After a database error (another process holding the write lock too long): wait, then go on.
 _RETRY_SECONDS = 5.0
 
@@ -115,10 +119,15 @@ class SemanticStage:
             return None
         return embedder.model_id, vectors[0]
 
-    async def embed_passages(self, embedder: Embedder, texts: Sequence[str]) -> list[Any]:
-        """Each text's vector, computed in worker threads `_SLICE` texts per model call."""
+    async def embed_passages(
+        self, embedder: Embedder, texts: Sequence[str], pause: Callable[[], Awaitable[None]] | None = None
+    ) -> list[Any]:
+        """Each text's vector, computed in worker threads `_SLICE` texts per model call (`pause`
+        is awaited before each)."""
         out: list[Any] = []
         for start in range(0, len(texts), _SLICE):
+            if pause is not None:
+                await pause()
             part = texts[start : start + _SLICE]
             vectors = await anyio.to_thread.run_sync(self._call, embedder.embed_passages, part)
             if len(vectors) != len(part) or any(len(v) != embedder.dim for v in vectors):
@@ -142,9 +151,16 @@ class EmbeddingWorker:
         self.busy = False
         self.embedded = 0  # vectors this worker wrote
         self._wake = anyio.Event()
+        self._last_write = 0.0
 
     def _changed(self, change: Change) -> None:
+        self._last_write = time.monotonic()
         self._wake.set()
+
+    async def _quiet(self) -> None:
+        """Let this process's writers go first: wait until none has written for a moment."""
+        while (left := self._last_write + _QUIET_SECONDS - time.monotonic()) > 0:  # noqa: ASYNC110 (a deadline)
+            await anyio.sleep(left)
 
     async def _ready(self) -> Embedder | None:
         embedder = await self.stage.loaded()
@@ -219,7 +235,7 @@ class EmbeddingWorker:
         self.busy = True
         try:
             try:
-                vectors = await self.stage.embed_passages(embedder, [p.content for p in pending])
+                vectors = await self.stage.embed_passages(embedder, [p.content for p in pending], self._quiet)
             except Exception as exc:
                 self.stage.fail(f"the embedding model failed: {type(exc).__name__}: {exc}")
                 return False
