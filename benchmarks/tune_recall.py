@@ -26,7 +26,6 @@ import argparse
 import json
 import random
 import shutil
-import statistics
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -99,17 +98,30 @@ def _long_locomo(corpus: Corpus, rng: random.Random) -> list[Query]:
         near = {position[e] + d for e in q.relevant for d in (-1, 0, 1)}
         pool = [i for i in range(len(corpus.memories)) if i not in near]
         picked = sorted(rng.sample(pool, 3))
-        # The turn's text without its date: "Speaker: words".
-        context = " ".join(corpus.memories[i][1].split("] ", 1)[-1] for i in picked)
-        out.append(Query(q.id, f"{context} {q.text}"[-2000:], q.relevant, q.group))
+        # The turn's text without its date: "Speaker: words", one message a line.
+        context = "\n".join(corpus.memories[i][1].split("] ", 1)[-1] for i in picked)
+        out.append(Query(q.id, f"{context}\n{q.text}"[-2000:], q.relevant, q.group))
+    return out
+
+
+def _cued_locomo(corpus: Corpus) -> list[Query]:
+    """The three turns before a question's first evidence turn (the conversation leading to it,
+    not the answer) before the question: context that cues the memory."""
+    position = {mid: i for i, (mid, _, _) in enumerate(corpus.memories)}
+    out = []
+    for q in corpus.queries:
+        first = min(position[e] for e in q.relevant)
+        picked = [i for i in range(first - 3, first) if i >= 0 and corpus.memories[i][0] not in q.relevant]
+        context = "\n".join(corpus.memories[i][1].split("] ", 1)[-1] for i in picked)
+        out.append(Query(q.id, f"{context}\n{q.text}"[-2000:], q.relevant, q.group))
     return out
 
 
 def _long_chinese(corpus: Corpus, rng: random.Random, chat: list[str]) -> list[Query]:
     out = []
     for q in corpus.queries:
-        context = "".join(rng.sample(chat, 3))
-        out.append(Query(q.id, f"{context}{q.text}"[-2000:], q.relevant, q.group))
+        context = "\n".join(rng.sample(chat, 3))
+        out.append(Query(q.id, f"{context}\n{q.text}"[-2000:], q.relevant, q.group))
     return out
 
 
@@ -121,14 +133,14 @@ class Loaded:
     ids: dict[str, str]  # our id -> corpus id
 
 
-async def _load(corpus: Corpus, config: Config, segmenter: Segmenter, where: Path) -> Loaded:
+async def _load(corpus: Corpus, base: Config, config: Config, segmenter: Segmenter, where: Path) -> Loaded:
+    """The corpus bulk-imported under the default settings, then opened with the ones measured."""
     path = where / f"{corpus.name}.db"
-    cfg = config.with_changes(db_path=path)
-    async with Store(cfg, segmenter) as store:
+    async with Store(base.with_changes(db_path=path), segmenter) as store:
         ours = await MemoryService(store).import_memories(
             [{"content": text[:2000], "category": category} for _, text, category in corpus.memories]
         )
-    store = Store(cfg, segmenter)
+    store = Store(config.with_changes(db_path=path), segmenter)
     await store.open()
     return Loaded(corpus, path, store, {o: m[0] for o, m in zip(ours, corpus.memories, strict=True)})
 
@@ -174,34 +186,56 @@ async def _plain(sets: dict[str, list[Loaded]], config: Config, long: dict[str, 
         print(_fmt(f"{name} question", _metrics(runs)))
         if long_runs:
             print(_fmt(f"{name} context+question", _metrics(long_runs)))
+        cued_runs = []
+        for loaded in stores:
+            for q in long.get(f"{name}-cued", {}).get(loaded.corpus.name, []):
+                cued_runs.append((await _ranked(loaded, config, q.text), q.relevant))
+        if cued_runs:
+            print(_fmt(f"{name} cue+question", _metrics(cued_runs)))
 
 
-async def _top_keyword(loaded: Loaded, config: Config, text: str) -> float:
-    result = await recall(loaded.store, config, text, limit=1, track_access=False)
-    return result.hits[0].breakdown.keyword if result.hits else 0.0
+async def _parts(loaded: Loaded, config: Config, text: str) -> list[tuple[str, float]]:
+    """Ranked (corpus id, relevance) with the floor off: each floor is then a filter on these."""
+    result = await recall(loaded.store, config.with_changes(floor=0.0), text, limit=10, track_access=False)
+    return [(loaded.ids[h.id], _relevance(h.breakdown)) for h in result.hits]
 
 
-async def _floor(sets: dict[str, list[Loaded]], config: Config, adversarial: dict[str, list[str]]) -> None:
+def _relevance(b: Any) -> float:
+    semantic = getattr(b, "semantic", None)
+    return float(b.relevance) if hasattr(b, "relevance") else float(b.keyword if semantic is None else semantic)
+
+
+async def _floor(
+    sets: dict[str, list[Loaded]], config: Config, adversarial: dict[str, list[str]], floors: Sequence[float]
+) -> None:
     for name, stores in sets.items():
         off = OFF_TOPIC_EN if name == "locomo" else OFF_TOPIC_ZH
-        empty: dict[str, list[float]] = {"answerable": [], "other store": [], "adversarial": [], "off-topic": []}
-        tops: dict[str, list[float]] = {k: [] for k in empty}
+        runs: dict[str, list[tuple[list[tuple[str, float]], frozenset[str]]]] = {
+            "answerable": [],
+            "other store": [],
+            "adversarial": [],
+            "off-topic": [],
+        }
         for i, loaded in enumerate(stores):
             other = stores[(i + 1) % len(stores)].corpus
-            groups = {
-                "answerable": [q.text for q in loaded.corpus.queries],
-                "other store": [q.text for q in other.queries],
-                "adversarial": adversarial.get(loaded.corpus.name, []) if name == "locomo" else [],
-                "off-topic": off,
-            }
-            for group, texts in groups.items():
-                for text in texts:
-                    empty[group].append(0.0 if await _ranked(loaded, config, text) else 1.0)
-                    tops[group].append(await _top_keyword(loaded, config, text))
-        line = "  ".join(
-            f"{g} {sum(v) / len(v):.3f} (top kw p50 {statistics.median(tops[g]):.2f})" for g, v in empty.items() if v
-        )
-        print(f"  {name} empty: {line}")
+            runs["answerable"] += [(await _parts(loaded, config, q.text), q.relevant) for q in loaded.corpus.queries]
+            runs["other store"] += [(await _parts(loaded, config, q.text), frozenset()) for q in other.queries]
+            if name == "locomo":
+                texts = adversarial.get(loaded.corpus.name, [])
+                runs["adversarial"] += [(await _parts(loaded, config, t), frozenset()) for t in texts]
+            runs["off-topic"] += [(await _parts(loaded, config, t), frozenset()) for t in off]
+        for floor in floors:
+            cells = []
+            for group, items in runs.items():
+                if not items:
+                    continue
+                kept = [([d for d, rel in ranked if rel >= floor], relevant) for ranked, relevant in items]
+                empty = sum(1 for r, _ in kept if not r) / len(kept)
+                cell = f"{group} empty {empty:.3f}"
+                if group == "answerable":
+                    cell += f" R@5 {_metrics(kept)['R@5']:.3f}"
+                cells.append(cell)
+            print(f"  {name} floor {floor:.2f}: " + "  ".join(cells))
 
 
 async def _order(sets: dict[str, list[Loaded]], config: Config, segmenter: Segmenter, where: Path) -> None:
@@ -258,7 +292,7 @@ async def run(args: argparse.Namespace) -> None:
     rng = random.Random(SEED)
     chat = [q for q, _ in memorybank_turns()]
     sets: dict[str, list[Loaded]] = {}
-    long: dict[str, dict[str, list[Query]]] = {"locomo": {}, "zh": {}}
+    long: dict[str, dict[str, list[Query]]] = {"locomo": {}, "zh": {}, "locomo-cued": {}}
     corpora: dict[str, list[Corpus]] = {}
     if args.dataset in ("locomo", "all"):
         corpora["locomo"] = _half(locomo(), args.half)
@@ -266,14 +300,16 @@ async def run(args: argparse.Namespace) -> None:
         corpora["zh"] = _half(chinese(), args.half)
     started = time.perf_counter()
     for name, cs in corpora.items():
-        sets[name] = [await _load(c, base, segmenter, where) for c in cs]
+        sets[name] = [await _load(c, base, config, segmenter, where) for c in cs]
         for c in cs:
             long[name][c.name] = _long_locomo(c, rng) if name == "locomo" else _long_chinese(c, rng, chat)
+            if name == "locomo":
+                long["locomo-cued"][c.name] = _cued_locomo(c)
     print(f"loaded {sum(len(v) for v in sets.values())} stores in {time.perf_counter() - started:.1f} s; {args.set}")
     try:
         steps: list[tuple[str, Callable[[], Any]]] = [
             ("plain", lambda: _plain(sets, config, long if "long" in only else {k: {} for k in long})),
-            ("floor", lambda: _floor(sets, config, _adversarial())),
+            ("floor", lambda: _floor(sets, config, _adversarial(), [float(f) for f in args.floors.split(",")])),
             ("order", lambda: _order(sets, config, segmenter, where)),
         ]
         for step, fn in steps:
@@ -291,6 +327,7 @@ def main() -> None:
     parser.add_argument("--half", choices=["dev", "test"], default="dev")
     parser.add_argument("--dataset", choices=["locomo", "zh", "all"], default="all")
     parser.add_argument("--only", default="plain,long,floor,order")
+    parser.add_argument("--floors", default="0,0.05,0.1,0.15,0.2,0.25,0.3,0.35,0.4")
     parser.add_argument("--set", action="append", default=[], help="a setting NAME=VALUE (repeatable)")
     anyio.run(run, parser.parse_args())
 

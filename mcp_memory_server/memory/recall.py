@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -13,11 +13,19 @@ from ..config.config import Config
 from ..models import RecallResult, Stage
 from ..store.rows import Candidate, MemoryRow, memory_id, utcnow
 from ..store.store import Store
-from ..text.tokens import char_queries, keyword_query, keywords, normalize
+from ..text.keyword_query import KeywordQuery
+from ..text.tokens import char_queries, keyword_query, keywords, normalize, sentences
 
-__all__ = ["Scored", "extract_keywords", "recall", "score_candidates", "segment"]
+__all__ = ["Scored", "TermPlan", "extract_keywords", "plan_terms", "recall", "score_candidates", "segment"]
 
 _TOPIC_KEYWORDS = 5
+# Distinct words read from one query: a 2,000-character query has a few hundred; the bound only
+# keeps the work linear in the query's length whatever it holds.
+_MAX_QUERY_WORDS = 1000
+
+_NO_KEYWORDS = "The query has no searchable words."
+_NOTHING_MATCHED = "No memory shares a word with the query."
+_BELOW_FLOOR = "Nothing stored is relevant enough to the query."
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,24 +81,98 @@ def _related(row: MemoryRow, topic_terms: Sequence[str]) -> bool:
     return any(term in haystack for term in topic_terms)
 
 
+@dataclass(frozen=True, slots=True)
+class TermPlan:
+    """The keywords a query searches and the score that means "matches all of it"."""
+
+    queries: list[KeywordQuery]  # the rarest ones present in the store, for the index
+    keywords: list[str]  # the searched keywords, in the query's order
+    like: list[str]  # keywords for the substring fallback
+    full: float  # BM25 of a memory holding the query's `score_terms` strongest terms once each
+
+
+def weighted_queries(
+    tokens: Sequence[str], topic_terms: Sequence[str], config: Config
+) -> tuple[list[str | None], list[KeywordQuery]]:
+    """The index queries of a query's words and their keywords (None for single characters).
+    The last sentence holding a keyword is the question and weighs 1; earlier sentences are its
+    context and weigh `context_weight` (a long query must not do worse than its question alone:
+    context shares words with many memories). Topic keywords weigh 1; single Chinese characters
+    `char_weight` of their sentence's weight."""
+    r = config.recall
+    groups = [g for g in sentences(tokens) if keywords(g, 1) or char_queries(g, 1.0)]
+    weight: dict[str, float] = {}
+    char_weight: dict[str, float] = {}
+    for at, group in enumerate(groups):
+        w = 1.0 if at == len(groups) - 1 else r.context_weight
+        for term in keywords(group, _MAX_QUERY_WORDS):
+            weight[term] = max(weight.get(term, 0.0), w)
+        for q in char_queries([*keywords(group, _MAX_QUERY_WORDS), *group], r.char_weight * w):
+            char_weight[q.terms[0]] = max(char_weight.get(q.terms[0], 0.0), q.weight)
+    for term in topic_terms:
+        weight[term] = 1.0
+    words: list[str | None] = []
+    queries: list[KeywordQuery] = []
+    for term, w in weight.items():
+        found = keyword_query(term)
+        if found is not None and w > 0:
+            words.append(term)
+            queries.append(replace(found, weight=w))
+    for ch, w in char_weight.items():
+        if w > 0:
+            words.append(None)
+            queries.append(KeywordQuery((ch,), weight=w))
+    return words, queries
+
+
+def _idf(df: int, live: int) -> float:
+    return math.log(1 + (live - df + 0.5) / (df + 0.5))
+
+
+def plan_terms(
+    queries: Sequence[KeywordQuery], words: Sequence[str | None], dfs: Sequence[int], live: int, config: Config
+) -> TermPlan:
+    """Choose and weigh a query's terms by their rarity in the store (`dfs`: memories holding
+    each query). The `query_terms` rarest present terms are searched, so a long context keeps the
+    words that single a memory out and leaves the ones every memory has. The keyword part's scale
+    is absolute: a term the store lacks still counts in `full` (a question about someone never
+    mentioned matches only weakly), as the strongest terms of a long query do, at most
+    `score_terms` of them; a weak one-word match therefore shows as weak."""
+    r = config.recall
+    strength = [q.weight * _idf(df, live) ** r.rarity for q, df in zip(queries, dfs, strict=True)]
+    by_strength = sorted(range(len(queries)), key=lambda i: -strength[i])
+    kept = sorted([i for i in by_strength if dfs[i] > 0][: r.query_terms])
+    strongest = by_strength[: r.score_terms]
+    full = sum(strength[i] for i in strongest) * (1 + r.coordination * sum(queries[i].weight for i in strongest))
+    return TermPlan(
+        queries=[queries[i] for i in kept],
+        keywords=[w for i in kept if (w := words[i]) is not None],
+        # The substring fallback looks for the strongest keywords, the store's unknown ones too.
+        like=[w for i in by_strength if (w := words[i]) is not None][: r.max_keywords],
+        full=full,
+    )
+
+
 def score_candidates(
-    candidates: Sequence[Candidate], config: Config, now: datetime, topic_terms: Sequence[str] = ()
+    candidates: Sequence[Candidate], config: Config, now: datetime, topic_terms: Sequence[str] = (), full: float = 1.0
 ) -> list[Scored]:
-    """Stage 3: the weighted sum of SPEC 3.3 with its parts, sorted best first (stage 4)."""
+    """Stage 3: the weighted sum of SPEC 3.3 with its parts, sorted best first (stage 4).
+    `keyword` is the candidate's raw score over `full`, clipped to 1: an absolute scale, never
+    the best candidate's (which would show any top hit as a full match)."""
     if not candidates:
         return []
     w = config.recall.weights
-    best_raw = max(c.raw for c in candidates)
-    max_access = max(c.row.access_count for c in candidates)
     decay = math.log(2) / config.recall.half_life_days
+    frequency_scale = math.log(config.recall.frequency_scale + 1)
     scored: list[Scored] = []
     for cand in candidates:
         r = cand.row
-        keyword = cand.raw / best_raw if best_raw > 0 else 0.0
+        keyword = min(1.0, cand.raw / full) if full > 0 else 0.0
         category = config.recall.category_weight(r.category)
         days = max(0.0, (now - datetime.fromisoformat(r.last_accessed)).total_seconds() / 86400)
         recency = math.exp(-decay * days)
-        frequency = 0.5 if max_access <= 1 else math.log(r.access_count + 1) / math.log(max_access + 1)
+        # A fixed scale, not the most-used candidate's: one memory's uses never move another's part.
+        frequency = min(1.0, math.log(r.access_count + 1) / frequency_scale)
         boost = config.recall.topic_boost if topic_terms and _related(r, topic_terms) else 1.0
         total = (
             w.keyword * keyword
@@ -120,7 +202,7 @@ async def recall(
     """Run all four stages and record the access of what is returned."""
     now = now or utcnow()
     tokens = await segment(store, query)
-    terms = keywords(tokens, config.recall.max_keywords)
+    terms = keywords(tokens, _MAX_QUERY_WORDS)
     topic_terms: list[str] = []
     active: str | None = None  # a session recalled with is still going on
     if session_id is not None:
@@ -132,22 +214,30 @@ async def recall(
             topic_all = await extract_keywords(store, session.current_topic, _TOPIC_KEYWORDS)
             topic_terms = topic_all
             terms = terms + [t for t in topic_all if t not in terms]
-    stage: Stage = "fts"
-    queries = [q for q in (keyword_query(t) for t in terms) if q is not None]
-    # The characters of every content word, one-character words (住, 喝) included.
-    queries += char_queries([*terms, *tokens], config.recall.char_weight)
+    stage: Stage = "keyword"
+    words, queries = weighted_queries(tokens, topic_terms, config)
     if not queries:
-        return RecallResult(query=query, keywords=terms, stage="none", hits=[])
-    candidates = await store.search_index(queries, config.recall.candidate_limit, category, tags)
-    if not candidates and terms:
+        return RecallResult(query=query, keywords=terms, stage="none", hits=[], note=_NO_KEYWORDS)
+    live, dfs = await store.document_frequencies(queries)
+    plan = plan_terms(queries, words, dfs, live, config)
+    candidates = (
+        await store.search_index(plan.queries, config.recall.candidate_limit, category, tags) if plan.queries else []
+    )
+    full = plan.full
+    if not candidates and plan.like:
         stage = "like"
-        candidates = await store.search_like(terms, config.recall.candidate_limit, category, tags)
+        candidates = await store.search_like(plan.like, config.recall.candidate_limit, category, tags)
+        full = 1.0  # the LIKE stage's raw score is already the share of keywords found
+    shown = plan.keywords or terms
     if not candidates:
-        return RecallResult(query=query, keywords=terms, stage="none", hits=[])
-
-    top = score_candidates(candidates, config, now, topic_terms)[:limit]
+        return RecallResult(query=query, keywords=shown, stage="none", hits=[], note=_NOTHING_MATCHED)
+    scored = score_candidates(candidates, config, now, topic_terms, full)
+    floor = config.recall.floor
+    top = [s for s in scored if s.parts[0] >= floor][:limit]
+    if not top:
+        return RecallResult(query=query, keywords=shown, stage="none", hits=[], note=_BELOW_FLOOR)
     if track_access:
         store.touch([s.candidate.row.seq for s in top], now, active)
     return RecallResult.model_validate(
-        {"query": query, "keywords": terms, "stage": stage, "hits": [s.hit() for s in top]}
+        {"query": query, "keywords": shown, "stage": stage, "hits": [s.hit() for s in top], "note": None}
     )

@@ -233,6 +233,7 @@ class Store:
                     feedback_terms=c.recall.feedback_terms,
                     feedback_weight=c.recall.feedback_weight,
                     coordination=c.recall.coordination,
+                    rarity=c.recall.rarity,
                 )
                 sql, params = self._sql.search_rows(self.namespace, [seq for seq, _ in ranked], where, args)
                 peeked = self._db.peek(sql, params)
@@ -245,6 +246,13 @@ class Store:
             by_seq = {row.seq: self._accesses.with_pending(row) for row in found_rows}
         found = [Candidate(by_seq[seq], score) for seq, score in ranked if seq in by_seq]
         return found[:limit]
+
+    async def document_frequencies(self, queries: Sequence[KeywordQuery]) -> tuple[int, list[int]]:
+        """How many memories the in-memory index holds and how many hold each query (recall
+        chooses and weights a query's terms by their rarity), with every committed write applied."""
+        async with self._index_lock, self._read() as conn:
+            index = await self._live.sync(conn, None)
+            return len(index), index.document_frequencies(queries)
 
     async def warm(self) -> None:
         """Build the in-memory index ahead of the first recall (the server calls this at start)."""
