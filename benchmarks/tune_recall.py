@@ -37,7 +37,7 @@ import anyio
 
 from mcp_memory_server.config import Config
 from mcp_memory_server.memory import MemoryService
-from mcp_memory_server.memory.recall import recall
+from mcp_memory_server.memory.recall import recall, relevance
 from mcp_memory_server.store import Store
 from mcp_memory_server.text import Segmenter
 
@@ -197,12 +197,7 @@ async def _plain(sets: dict[str, list[Loaded]], config: Config, long: dict[str, 
 async def _parts(loaded: Loaded, config: Config, text: str) -> list[tuple[str, float]]:
     """Ranked (corpus id, relevance) with the floor off: each floor is then a filter on these."""
     result = await recall(loaded.store, config.with_changes(floor=0.0), text, limit=10, track_access=False)
-    return [(loaded.ids[h.id], _relevance(h.breakdown)) for h in result.hits]
-
-
-def _relevance(b: Any) -> float:
-    semantic = getattr(b, "semantic", None)
-    return float(b.relevance) if hasattr(b, "relevance") else float(b.keyword if semantic is None else semantic)
+    return [(loaded.ids[h.id], relevance(h.breakdown.keyword, h.breakdown.semantic, config)) for h in result.hits]
 
 
 async def _floor(

@@ -242,6 +242,11 @@ class Breakdown(Model):
     keyword: float = Field(
         description="BM25 over a full match of the query's strongest terms, 0-1 (LIKE stage: share of keywords found)."
     )
+    semantic: float | None = Field(
+        default=None,
+        description="Closeness in meaning, the cosine on a fixed 0-1 scale; null without the semantic stage "
+        "or before the memory is embedded.",
+    )
     category: float = Field(description="Category weight.")
     recency: float = Field(description="exp(-ln2/half_life x days since last access).")
     frequency: float = Field(description="log(access_count+1)/log(frequency_scale+1), at most 1.")

@@ -154,6 +154,13 @@ class Recall(Settings):
     rarity: Annotated[float, Field(ge=1)] = 1.0
     context_weight: Unit = 0.05  # sentences before a query's last one (its question)
     score_terms: Count = 8
+    # The semantic part: the cosine mapped to 0-1 on a fixed scale (multilingual-e5 cosines sit
+    # between about 0.7 and 0.9; never min-max per query, which would defeat the floor), and its
+    # share of a memory's relevance beside the keyword part.
+    cosine_low: Unit = 0.78
+    cosine_high: Unit = 0.9
+    semantic_share: Unit = 0.5
+    use_floor: Unit = 0.5  # relevance from which a returned memory counts as used
     frequency_scale: Count = 10  # uses at which the frequency part reaches 1 (cleanup keeps a memory at 10)
     floor: Annotated[
         Unit, Env("MCP_MEMORY_RECALL_FLOOR", "Relevance (0-1) below which recall leaves a memory out.")

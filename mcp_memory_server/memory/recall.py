@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from ..config.config import Config
 from ..models import RecallResult, Stage
@@ -16,7 +16,18 @@ from ..store.store import Store
 from ..text.keyword_query import KeywordQuery
 from ..text.tokens import char_queries, keyword_query, keywords, normalize, sentences
 
-__all__ = ["Scored", "TermPlan", "extract_keywords", "plan_terms", "recall", "score_candidates", "segment"]
+__all__ = [
+    "Scored",
+    "TermPlan",
+    "VectorSearch",
+    "extract_keywords",
+    "plan_terms",
+    "recall",
+    "relevance",
+    "score_candidates",
+    "segment",
+    "semantic_part",
+]
 
 _TOPIC_KEYWORDS = 5
 # Distinct words read from one query: a 2,000-character query has a few hundred; the bound only
@@ -35,13 +46,14 @@ class Scored:
 
     candidate: Candidate
     score: float
-    parts: tuple[float, float, float, float, float, float]
+    relevance: float  # the keyword part, blended with the semantic part when there is one
+    parts: tuple[float, float | None, float, float, float, float, float]
 
     def hit(self) -> dict[str, Any]:
         """The fields of a returned `Hit`; `recall` validates all hits with the result in one call
         (cheaper than a model per hit and per breakdown). Timestamps stay ISO text for it to parse."""
         r = self.candidate.row
-        keyword, category, recency, frequency, confidence, boost = self.parts
+        keyword, semantic, category, recency, frequency, confidence, boost = self.parts
         return {
             "id": memory_id(r.seq),
             "content": r.content,
@@ -56,6 +68,7 @@ class Scored:
             "score": round(self.score, 4),
             "breakdown": {
                 "keyword": round(keyword, 4),
+                "semantic": None if semantic is None else round(semantic, 4),
                 "category": category,
                 "recency": round(recency, 4),
                 "frequency": round(frequency, 4),
@@ -79,6 +92,18 @@ async def extract_keywords(store: Store, text: str, limit: int) -> list[str]:
 def _related(row: MemoryRow, topic_terms: Sequence[str]) -> bool:
     haystack = " ".join((row.content, row.key or "", row.tags)).lower()  # tags as their JSON text
     return any(term in haystack for term in topic_terms)
+
+
+@runtime_checkable
+class VectorSearch(Protocol):
+    """What a store with the semantic stage offers recall: the query's vector (None while the
+    stage is off or its model not loaded) and cosines against the memories' stored vectors."""
+
+    async def embed_query(self, text: str) -> Any | None: ...
+
+    async def vector_search(self, query_vector: Any, limit: int) -> list[tuple[int, float]]: ...
+
+    async def vector_scores(self, query_vector: Any, seqs: Sequence[int]) -> dict[int, float]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,12 +178,33 @@ def plan_terms(
     )
 
 
+def semantic_part(cosine: float, config: Config) -> float:
+    """A cosine on the fixed 0-1 scale of `cosine_low`..`cosine_high`, clipped."""
+    low, high = config.recall.cosine_low, config.recall.cosine_high
+    return min(1.0, max(0.0, (cosine - low) / (high - low))) if high > low else float(cosine >= high)
+
+
+def relevance(keyword: float, semantic: float | None, config: Config) -> float:
+    """How well a memory answers the query, 0-1: the keyword part alone, or blended with the
+    semantic part (`semantic_share`) when the memory has a vector. The floor reads this."""
+    if semantic is None:
+        return keyword
+    share = config.recall.semantic_share
+    return (1 - share) * keyword + share * semantic
+
+
 def score_candidates(
-    candidates: Sequence[Candidate], config: Config, now: datetime, topic_terms: Sequence[str] = (), full: float = 1.0
+    candidates: Sequence[Candidate],
+    config: Config,
+    now: datetime,
+    topic_terms: Sequence[str] = (),
+    full: float = 1.0,
+    cosines: Mapping[int, float] | None = None,
 ) -> list[Scored]:
     """Stage 3: the weighted sum of SPEC 3.3 with its parts, sorted best first (stage 4).
     `keyword` is the candidate's raw score over `full`, clipped to 1: an absolute scale, never
-    the best candidate's (which would show any top hit as a full match)."""
+    the best candidate's (which would show any top hit as a full match). `cosines` (by seq) give
+    the semantic part; the relevance blends both and takes the keyword weight of the sum."""
     if not candidates:
         return []
     w = config.recall.weights
@@ -168,6 +214,9 @@ def score_candidates(
     for cand in candidates:
         r = cand.row
         keyword = min(1.0, cand.raw / full) if full > 0 else 0.0
+        cosine = cosines.get(r.seq) if cosines is not None else None
+        semantic = None if cosine is None else semantic_part(cosine, config)
+        relevant = relevance(keyword, semantic, config)
         category = config.recall.category_weight(r.category)
         days = max(0.0, (now - datetime.fromisoformat(r.last_accessed)).total_seconds() / 86400)
         recency = math.exp(-decay * days)
@@ -175,13 +224,16 @@ def score_candidates(
         frequency = min(1.0, math.log(r.access_count + 1) / frequency_scale)
         boost = config.recall.topic_boost if topic_terms and _related(r, topic_terms) else 1.0
         total = (
-            w.keyword * keyword
+            w.keyword * relevant
             + w.category * category
             + w.recency * recency
-            + w.frequency * frequency
+            # Uses count in proportion to relevance: a memory used often elsewhere cannot climb
+            # a query it barely matches (returned-but-unrelated memories never feed back).
+            + w.frequency * frequency * relevant
             + w.confidence * r.confidence
         ) * boost
-        scored.append(Scored(cand, total, (keyword, category, recency, frequency, r.confidence, boost)))
+        parts = (keyword, semantic, category, recency, frequency, r.confidence, boost)
+        scored.append(Scored(cand, total, relevant, parts))
     # Ties go to the most recently updated (ISO timestamps sort as text).
     scored.sort(key=lambda s: (s.score, s.candidate.row.updated_at), reverse=True)
     return scored
@@ -216,28 +268,41 @@ async def recall(
             terms = terms + [t for t in topic_all if t not in terms]
     stage: Stage = "keyword"
     words, queries = weighted_queries(tokens, topic_terms, config)
-    if not queries:
+    vectors = store if isinstance(store, VectorSearch) else None
+    vector = await vectors.embed_query(query) if vectors is not None else None
+    if not queries and vector is None:
         return RecallResult(query=query, keywords=terms, stage="none", hits=[], note=_NO_KEYWORDS)
-    live, dfs = await store.document_frequencies(queries)
-    plan = plan_terms(queries, words, dfs, live, config)
-    candidates = (
-        await store.search_index(plan.queries, config.recall.candidate_limit, category, tags) if plan.queries else []
-    )
+    limit_c = config.recall.candidate_limit
+    plan = TermPlan([], [], [], 0.0)
+    if queries:
+        live, dfs = await store.document_frequencies(queries)
+        plan = plan_terms(queries, words, dfs, live, config)
+    candidates = await store.search_index(plan.queries, limit_c, category, tags) if plan.queries else []
     full = plan.full
+    cosines: dict[int, float] | None = None
+    if vectors is not None and vector is not None:
+        # Hybrid: the keyword candidates and the nearest in meaning, each scored on both parts
+        # (memories without a vector yet on keywords alone).
+        stage = "hybrid"
+        cosines = dict(await vectors.vector_search(vector, limit_c))
+        have = {c.row.seq for c in candidates}
+        candidates += await store.candidates([seq for seq in cosines if seq not in have], category, tags)
+        missing = [seq for seq in have if seq not in cosines]
+        cosines.update(await vectors.vector_scores(vector, missing) if missing else {})
     if not candidates and plan.like:
         stage = "like"
-        candidates = await store.search_like(plan.like, config.recall.candidate_limit, category, tags)
+        candidates = await store.search_like(plan.like, limit_c, category, tags)
         full = 1.0  # the LIKE stage's raw score is already the share of keywords found
     shown = plan.keywords or terms
     if not candidates:
         return RecallResult(query=query, keywords=shown, stage="none", hits=[], note=_NOTHING_MATCHED)
-    scored = score_candidates(candidates, config, now, topic_terms, full)
-    floor = config.recall.floor
-    top = [s for s in scored if s.parts[0] >= floor][:limit]
+    scored = score_candidates(candidates, config, now, topic_terms, full, cosines)
+    top = [s for s in scored if s.relevance >= config.recall.floor][:limit]
     if not top:
         return RecallResult(query=query, keywords=shown, stage="none", hits=[], note=_BELOW_FLOOR)
     if track_access:
-        store.touch([s.candidate.row.seq for s in top], now, active)
+        # A use is a hit that matched: memories shown beside it do not gain from being shown.
+        store.touch([s.candidate.row.seq for s in top if s.relevance >= config.recall.use_floor], now, active)
     return RecallResult.model_validate(
         {"query": query, "keywords": shown, "stage": stage, "hits": [s.hit() for s in top], "note": None}
     )

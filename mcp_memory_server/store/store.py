@@ -247,6 +247,20 @@ class Store:
         found = [Candidate(by_seq[seq], score) for seq, score in ranked if seq in by_seq]
         return found[:limit]
 
+    async def candidates(
+        self, seqs: Sequence[int], category: str | None = None, tags: Sequence[str] | None = None
+    ) -> list[Candidate]:
+        """The memories of `seqs` that pass the filters, as candidates without a keyword score (the
+        semantic stage's neighbours that the keyword index did not find), in the order given."""
+        if not seqs:
+            return []
+        where, args = self._sql.filters(category, tags)
+        async with self._accesses.reading(), self._read() as conn:
+            sql, params = self._sql.search_rows(self.namespace, list(seqs), where, args)
+            _, rows = _changes_and_memories(list(await conn.execute_fetchall(sql, params)))
+            by_seq = {row.seq: self._accesses.with_pending(row) for row in rows}
+        return [Candidate(by_seq[seq], 0.0) for seq in seqs if seq in by_seq]
+
     async def document_frequencies(self, queries: Sequence[KeywordQuery]) -> tuple[int, list[int]]:
         """How many memories the in-memory index holds and how many hold each query (recall
         chooses and weights a query's terms by their rarity), with every committed write applied."""
