@@ -11,7 +11,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import anyio
 
@@ -261,12 +261,12 @@ class Store:
             by_seq = {row.seq: self._accesses.with_pending(row) for row in rows}
         return [Candidate(by_seq[seq], 0.0) for seq in seqs if seq in by_seq]
 
-    async def document_frequencies(self, queries: Sequence[KeywordQuery]) -> tuple[int, list[int]]:
+    async def document_frequencies(self, queries: Sequence[KeywordQuery]) -> Rarity:
         """How many memories the in-memory index holds and how many hold each query (recall
         chooses and weights a query's terms by their rarity), with every committed write applied."""
         async with self._index_lock, self._read() as conn:
             index = await self._live.sync(conn, None)
-            return len(index), index.document_frequencies(queries)
+            return Rarity(len(index), index.document_frequencies(queries))
 
     async def warm(self) -> None:
         """Build the in-memory index ahead of the first recall (the server calls this at start)."""
@@ -370,6 +370,13 @@ class Store:
                 await self._tx(conn).touch(counts, at, sessions)
         except self._db.errors as exc:
             raise StoreError(f"the write failed and was rolled back: {exc}") from exc
+
+
+class Rarity(NamedTuple):
+    """How many memories the keyword index holds, and how many hold each query keyword."""
+
+    memories: int
+    counts: list[int]
 
 
 _WIDTH = len(MemoryRow._fields)
