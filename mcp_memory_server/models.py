@@ -45,7 +45,7 @@ __all__ = [
 
 Tier = Literal["core", "working"]
 Source = Literal["user", "assistant", "both", "system", "manual", "inferred"]
-Stage = Literal["fts", "like", "none"]
+Stage = Literal["keyword", "hybrid", "like", "none"]
 RememberAction = Literal["created", "updated", "merged", "unchanged"]
 OrderBy = Literal["updated", "created", "importance", "accessed"]
 CleanupRule = Literal["unused", "low_importance", "duplicate"]
@@ -240,10 +240,17 @@ class RememberResult(Model):
 
 
 class Breakdown(Model):
-    keyword: float = Field(description="BM25 relevance normalised to 0-1 (LIKE stage: share of keywords found).")
+    keyword: float = Field(
+        description="BM25 over a full match of the query's strongest terms, 0-1 (LIKE stage: share of keywords found)."
+    )
+    semantic: float | None = Field(
+        default=None,
+        description="Closeness in meaning, the cosine on a fixed 0-1 scale; null without the semantic stage "
+        "or before the memory is embedded.",
+    )
     category: float = Field(description="Category weight.")
     recency: float = Field(description="exp(-ln2/half_life x days since last access).")
-    frequency: float = Field(description="log(access_count+1)/log(max+1) over the candidates.")
+    frequency: float = Field(description="log(access_count+1)/log(frequency_scale+1), at most 1.")
     confidence: float
     topic_boost: float = Field(description="1.0, or the topic boost when related to the session topic.")
 
@@ -266,8 +273,12 @@ class Hit(Model):
 class RecallResult(Model):
     query: str
     keywords: list[str] = Field(description="Keywords searched for, after segmentation and stopwords.")
-    stage: Stage = Field(description="fts: full-text index; like: substring fallback; none: no keywords or no hit.")
+    stage: Stage = Field(
+        description="keyword: keyword index; hybrid: keyword index and meaning; like: substring fallback; "
+        "none: no hit (note says why)."
+    )
     hits: list[Hit]
+    note: str | None = Field(default=None, description="Why there are no hits, when there are none.")
 
 
 class ForgetResult(Model):

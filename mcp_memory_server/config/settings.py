@@ -146,7 +146,25 @@ class Recall(Settings):
 
     candidate_limit: Annotated[Count, Env("MCP_MEMORY_CANDIDATES", "Candidates the retriever scores per query.")] = 50
     default_limit: Count = 5
-    max_keywords: Count = 10
+    max_keywords: Count = 10  # keywords of a new memory's near-duplicate search (recall has no cap)
+    # A query's terms: the `query_terms` rarest in the store are searched (a 2,000-character query
+    # has a few hundred), each idf raised to `rarity`; the keyword part is the BM25 score over
+    # what a memory matching the query's `score_terms` strongest terms would score (0-1).
+    query_terms: Count = 48
+    rarity: Annotated[float, Field(ge=1)] = 1.0
+    context_weight: Unit = 0.05  # sentences before a query's last one (its question)
+    score_terms: Count = 8
+    # The semantic part: the cosine mapped to 0-1 on a fixed scale (multilingual-e5 cosines sit
+    # between about 0.7 and 0.9; never min-max per query, which would defeat the floor), and its
+    # share of a memory's relevance beside the keyword part.
+    cosine_low: Unit = 0.78
+    cosine_high: Unit = 0.9
+    semantic_share: Unit = 0.5
+    use_floor: Unit = 0.5  # relevance from which a returned memory counts as used
+    frequency_scale: Count = 10  # uses at which the frequency part reaches 1 (cleanup keeps a memory at 10)
+    floor: Annotated[
+        Unit, Env("MCP_MEMORY_RECALL_FLOOR", "Relevance (0-1) below which recall leaves a memory out.")
+    ] = 0.1  # the highest that costs no development-half R@5 (BENCHMARKS.md)
     half_life_days: Annotated[
         Positive, Env("MCP_MEMORY_HALF_LIFE_DAYS", "Half-life of the recency score, in days since last access.")
     ] = 7.0

@@ -131,6 +131,24 @@ class Bm25Index:
         postings were built."""
         return any(n > 1000 and n > self._live // 4 for n in (self.dead, self._tail_docs + incoming))
 
+    def document_frequencies(self, queries: Sequence[KeywordQuery]) -> list[int]:
+        """How many memories hold each keyword: the rarity recall chooses and weights query terms
+        by. Cheap (one vocabulary lookup per term, no postings read); an upper bound where a phrase's
+        terms occur apart or where replaced documents are not yet compacted."""
+        self.freeze()
+        vocabulary, sizes, live = self._vocabulary, self._sizes, self._live
+        out: list[int] = []
+        for query in queries:
+            if query.prefix and len(query.terms) == 1:
+                count = sum(sizes[t] for t in vocabulary.prefixed(query.terms[0], _MAX_PREFIX_TERMS))
+            else:
+                count = live
+                for term in query.terms:
+                    tid = vocabulary.get(term)
+                    count = min(count, sizes[tid]) if tid is not None and tid < len(sizes) else 0
+            out.append(min(count, live))
+        return out
+
     def _postings(self, tid: int | None, alive: Any) -> tuple[Any, Any] | None:
         if tid is None:
             return None
@@ -187,10 +205,13 @@ class Bm25Index:
         feedback_terms: int = 10,
         feedback_weight: float = 0.2,
         coordination: float = 0.1,
+        rarity: float = 1.0,
     ) -> list[tuple[int, float]]:
         """Best `limit` memories as (seq, score), best first. Scores are BM25 summed over the
         keywords, times (1 + coordination x keywords matched), plus pseudo-relevance feedback:
-        the most distinctive terms of the top `feedback_docs` documents, weighted down."""
+        the most distinctive terms of the top `feedback_docs` documents, weighted down. Each
+        keyword's idf is raised to the power `rarity`: above 1, a rare word outweighs several
+        common ones (a long query's generic words cannot outvote the one name it shares)."""
         live = self._live
         if live == 0 or not queries:
             return []
@@ -207,7 +228,7 @@ class Bm25Index:
             if found is None:
                 continue
             docs, tfs = found
-            idf = query.weight * math.log(1 + (live - docs.size + 0.5) / (docs.size + 0.5))
+            idf = query.weight * math.log(1 + (live - docs.size + 0.5) / (docs.size + 0.5)) ** rarity
             scores[docs] += idf * tfs * (self.k1 + 1) / (tfs + norm[docs])
             matched[docs] += query.weight
         if coordination:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -13,11 +13,29 @@ from ..config.config import Config
 from ..models import RecallResult, Stage
 from ..store.rows import Candidate, MemoryRow, memory_id, utcnow
 from ..store.store import Store
-from ..text.tokens import char_queries, keyword_query, keywords, normalize
+from ..text.keyword_query import KeywordQuery
+from ..text.tokens import char_queries, keyword_query, keywords, normalize, sentences
 
-__all__ = ["Scored", "extract_keywords", "recall", "score_candidates", "segment"]
+__all__ = [
+    "Scored",
+    "TermPlan",
+    "extract_keywords",
+    "plan_terms",
+    "recall",
+    "relevance",
+    "score_candidates",
+    "segment",
+    "semantic_part",
+]
 
 _TOPIC_KEYWORDS = 5
+# Distinct words read from one query: a 2,000-character query has a few hundred; the bound only
+# keeps the work linear in the query's length whatever it holds.
+_MAX_QUERY_WORDS = 1000
+
+_NO_KEYWORDS = "The query has no searchable words."
+_NOTHING_MATCHED = "No memory shares a word with the query."
+_BELOW_FLOOR = "Nothing stored is relevant enough to the query."
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,13 +45,14 @@ class Scored:
 
     candidate: Candidate
     score: float
-    parts: tuple[float, float, float, float, float, float]
+    relevance: float  # the keyword part, blended with the semantic part when there is one
+    parts: tuple[float, float | None, float, float, float, float, float]
 
     def hit(self) -> dict[str, Any]:
         """The fields of a returned `Hit`; `recall` validates all hits with the result in one call
         (cheaper than a model per hit and per breakdown). Timestamps stay ISO text for it to parse."""
         r = self.candidate.row
-        keyword, category, recency, frequency, confidence, boost = self.parts
+        keyword, semantic, category, recency, frequency, confidence, boost = self.parts
         return {
             "id": memory_id(r.seq),
             "content": r.content,
@@ -48,6 +67,7 @@ class Scored:
             "score": round(self.score, 4),
             "breakdown": {
                 "keyword": round(keyword, 4),
+                "semantic": None if semantic is None else round(semantic, 4),
                 "category": category,
                 "recency": round(recency, 4),
                 "frequency": round(frequency, 4),
@@ -73,33 +93,134 @@ def _related(row: MemoryRow, topic_terms: Sequence[str]) -> bool:
     return any(term in haystack for term in topic_terms)
 
 
+@dataclass(frozen=True, slots=True)
+class TermPlan:
+    """The keywords a query searches and the score that means "matches all of it"."""
+
+    queries: list[KeywordQuery]  # the rarest ones present in the store, for the index
+    keywords: list[str]  # the searched keywords, in the query's order
+    like: list[str]  # keywords for the substring fallback
+    full: float  # BM25 of a memory holding the query's `score_terms` strongest terms once each
+
+
+def weighted_queries(
+    tokens: Sequence[str], topic_terms: Sequence[str], config: Config
+) -> tuple[list[str | None], list[KeywordQuery]]:
+    """The index queries of a query's words and their keywords (None for single characters).
+    The last sentence holding a keyword is the question and weighs 1; earlier sentences are its
+    context and weigh `context_weight` (a long query must not do worse than its question alone:
+    context shares words with many memories). Topic keywords weigh 1; single Chinese characters
+    `char_weight` of their sentence's weight."""
+    r = config.recall
+    groups = [g for g in sentences(tokens) if keywords(g, 1) or char_queries(g, 1.0)]
+    weight: dict[str, float] = {}
+    char_weight: dict[str, float] = {}
+    for at, group in enumerate(groups):
+        w = 1.0 if at == len(groups) - 1 else r.context_weight
+        for term in keywords(group, _MAX_QUERY_WORDS):
+            weight[term] = max(weight.get(term, 0.0), w)
+        for q in char_queries([*keywords(group, _MAX_QUERY_WORDS), *group], r.char_weight * w):
+            char_weight[q.terms[0]] = max(char_weight.get(q.terms[0], 0.0), q.weight)
+    for term in topic_terms:
+        weight[term] = 1.0
+    words: list[str | None] = []
+    queries: list[KeywordQuery] = []
+    for term, w in weight.items():
+        found = keyword_query(term)
+        if found is not None and w > 0:
+            words.append(term)
+            queries.append(replace(found, weight=w))
+    for ch, w in char_weight.items():
+        if w > 0:
+            words.append(None)
+            queries.append(KeywordQuery((ch,), weight=w))
+    return words, queries
+
+
+def _idf(df: int, live: int) -> float:
+    return math.log(1 + (live - df + 0.5) / (df + 0.5))
+
+
+def plan_terms(
+    queries: Sequence[KeywordQuery], words: Sequence[str | None], dfs: Sequence[int], live: int, config: Config
+) -> TermPlan:
+    """Choose and weigh a query's terms by their rarity in the store (`dfs`: memories holding
+    each query). The `query_terms` rarest present terms are searched, so a long context keeps the
+    words that single a memory out and leaves the ones every memory has. The keyword part's scale
+    is absolute: a term the store lacks still counts in `full` (a question about someone never
+    mentioned matches only weakly), as the strongest terms of a long query do, at most
+    `score_terms` of them; a weak one-word match therefore shows as weak."""
+    r = config.recall
+    strength = [q.weight * _idf(df, live) ** r.rarity for q, df in zip(queries, dfs, strict=True)]
+    by_strength = sorted(range(len(queries)), key=lambda i: -strength[i])
+    kept = sorted([i for i in by_strength if dfs[i] > 0][: r.query_terms])
+    strongest = by_strength[: r.score_terms]
+    full = sum(strength[i] for i in strongest) * (1 + r.coordination * sum(queries[i].weight for i in strongest))
+    return TermPlan(
+        queries=[queries[i] for i in kept],
+        keywords=[w for i in kept if (w := words[i]) is not None],
+        # The substring fallback looks for the strongest keywords, the store's unknown ones too.
+        like=[w for i in by_strength if (w := words[i]) is not None][: r.max_keywords],
+        full=full,
+    )
+
+
+def semantic_part(cosine: float, config: Config) -> float:
+    """A cosine on the fixed 0-1 scale of `cosine_low`..`cosine_high`, clipped."""
+    low, high = config.recall.cosine_low, config.recall.cosine_high
+    return min(1.0, max(0.0, (cosine - low) / (high - low))) if high > low else float(cosine >= high)
+
+
+def relevance(keyword: float, semantic: float | None, config: Config) -> float:
+    """How well a memory answers the query, 0-1: the keyword part alone, or blended with the
+    semantic part (`semantic_share`) when the memory has a vector. The floor reads this."""
+    if semantic is None:
+        return keyword
+    share = config.recall.semantic_share
+    return (1 - share) * keyword + share * semantic
+
+
 def score_candidates(
-    candidates: Sequence[Candidate], config: Config, now: datetime, topic_terms: Sequence[str] = ()
+    candidates: Sequence[Candidate],
+    config: Config,
+    now: datetime,
+    topic_terms: Sequence[str] = (),
+    full: float = 1.0,
+    cosines: Mapping[int, float] | None = None,
 ) -> list[Scored]:
-    """Stage 3: the weighted sum of SPEC 3.3 with its parts, sorted best first (stage 4)."""
+    """Stage 3: the weighted sum of SPEC 3.3 with its parts, sorted best first (stage 4).
+    `keyword` is the candidate's raw score over `full`, clipped to 1: an absolute scale, never
+    the best candidate's (which would show any top hit as a full match). `cosines` (by seq) give
+    the semantic part; the relevance blends both and takes the keyword weight of the sum."""
     if not candidates:
         return []
     w = config.recall.weights
-    best_raw = max(c.raw for c in candidates)
-    max_access = max(c.row.access_count for c in candidates)
     decay = math.log(2) / config.recall.half_life_days
+    frequency_scale = math.log(config.recall.frequency_scale + 1)
     scored: list[Scored] = []
     for cand in candidates:
         r = cand.row
-        keyword = cand.raw / best_raw if best_raw > 0 else 0.0
+        keyword = min(1.0, cand.raw / full) if full > 0 else 0.0
+        cosine = cosines.get(r.seq) if cosines is not None else None
+        semantic = None if cosine is None else semantic_part(cosine, config)
+        relevant = relevance(keyword, semantic, config)
         category = config.recall.category_weight(r.category)
         days = max(0.0, (now - datetime.fromisoformat(r.last_accessed)).total_seconds() / 86400)
         recency = math.exp(-decay * days)
-        frequency = 0.5 if max_access <= 1 else math.log(r.access_count + 1) / math.log(max_access + 1)
+        # A fixed scale, not the most-used candidate's: one memory's uses never move another's part.
+        frequency = min(1.0, math.log(r.access_count + 1) / frequency_scale)
         boost = config.recall.topic_boost if topic_terms and _related(r, topic_terms) else 1.0
         total = (
-            w.keyword * keyword
+            w.keyword * relevant
             + w.category * category
             + w.recency * recency
-            + w.frequency * frequency
+            # Uses count in proportion to relevance: a memory used often elsewhere cannot climb
+            # a query it barely matches (returned-but-unrelated memories never feed back).
+            + w.frequency * frequency * relevant
             + w.confidence * r.confidence
         ) * boost
-        scored.append(Scored(cand, total, (keyword, category, recency, frequency, r.confidence, boost)))
+        parts = (keyword, semantic, category, recency, frequency, r.confidence, boost)
+        scored.append(Scored(cand, total, relevant, parts))
     # Ties go to the most recently updated (ISO timestamps sort as text).
     scored.sort(key=lambda s: (s.score, s.candidate.row.updated_at), reverse=True)
     return scored
@@ -120,7 +241,7 @@ async def recall(
     """Run all four stages and record the access of what is returned."""
     now = now or utcnow()
     tokens = await segment(store, query)
-    terms = keywords(tokens, config.recall.max_keywords)
+    terms = keywords(tokens, _MAX_QUERY_WORDS)
     topic_terms: list[str] = []
     active: str | None = None  # a session recalled with is still going on
     if session_id is not None:
@@ -132,22 +253,42 @@ async def recall(
             topic_all = await extract_keywords(store, session.current_topic, _TOPIC_KEYWORDS)
             topic_terms = topic_all
             terms = terms + [t for t in topic_all if t not in terms]
-    stage: Stage = "fts"
-    queries = [q for q in (keyword_query(t) for t in terms) if q is not None]
-    # The characters of every content word, one-character words (住, 喝) included.
-    queries += char_queries([*terms, *tokens], config.recall.char_weight)
-    if not queries:
-        return RecallResult(query=query, keywords=terms, stage="none", hits=[])
-    candidates = await store.search_index(queries, config.recall.candidate_limit, category, tags)
-    if not candidates and terms:
+    stage: Stage = "keyword"
+    words, queries = weighted_queries(tokens, topic_terms, config)
+    vector = await store.embed_query(query)  # None while the semantic stage is off or loading
+    if not queries and vector is None:
+        return RecallResult(query=query, keywords=terms, stage="none", hits=[], note=_NO_KEYWORDS)
+    limit_c = config.recall.candidate_limit
+    plan = TermPlan([], [], [], 0.0)
+    if queries:
+        live, dfs = await store.document_frequencies(queries)
+        plan = plan_terms(queries, words, dfs, live, config)
+    candidates = await store.search_index(plan.queries, limit_c, category, tags) if plan.queries else []
+    full = plan.full
+    cosines: dict[int, float] | None = None
+    if vector is not None:
+        # Hybrid: the keyword candidates and the nearest in meaning, each scored on both parts
+        # (memories without a vector yet on keywords alone).
+        stage = "hybrid"
+        cosines = dict(await store.vector_search(vector, limit_c))
+        have = {c.row.seq for c in candidates}
+        candidates += await store.candidates([seq for seq in cosines if seq not in have], category, tags)
+        missing = [seq for seq in have if seq not in cosines]
+        cosines.update(await store.vector_scores(vector, missing) if missing else {})
+    if not candidates and plan.like:
         stage = "like"
-        candidates = await store.search_like(terms, config.recall.candidate_limit, category, tags)
+        candidates = await store.search_like(plan.like, limit_c, category, tags)
+        full = 1.0  # the LIKE stage's raw score is already the share of keywords found
+    shown = plan.keywords or terms
     if not candidates:
-        return RecallResult(query=query, keywords=terms, stage="none", hits=[])
-
-    top = score_candidates(candidates, config, now, topic_terms)[:limit]
+        return RecallResult(query=query, keywords=shown, stage="none", hits=[], note=_NOTHING_MATCHED)
+    scored = score_candidates(candidates, config, now, topic_terms, full, cosines)
+    top = [s for s in scored if s.relevance >= config.recall.floor][:limit]
+    if not top:
+        return RecallResult(query=query, keywords=shown, stage="none", hits=[], note=_BELOW_FLOOR)
     if track_access:
-        store.touch([s.candidate.row.seq for s in top], now, active)
+        # A use is a hit that matched: memories shown beside it do not gain from being shown.
+        store.touch([s.candidate.row.seq for s in top if s.relevance >= config.recall.use_floor], now, active)
     return RecallResult.model_validate(
-        {"query": query, "keywords": terms, "stage": stage, "hits": [s.hit() for s in top]}
+        {"query": query, "keywords": shown, "stage": stage, "hits": [s.hit() for s in top], "note": None}
     )

@@ -91,6 +91,7 @@ class HitView(Model):
 class RecallView(Model):
     keywords: list[str]
     hits: list[HitView]
+    note: str | None
 
 
 class ListView(Model):
@@ -133,7 +134,7 @@ def _hit(h: Hit) -> HitView:
 
 
 def recall(r: RecallResult) -> RecallView:
-    return RecallView(keywords=r.keywords, hits=[_hit(h) for h in r.hits])
+    return RecallView(keywords=r.keywords, hits=[_hit(h) for h in r.hits], note=r.note)
 
 
 def listed(r: ListResult) -> ListView:

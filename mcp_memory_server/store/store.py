@@ -11,7 +11,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import anyio
 
@@ -247,6 +247,7 @@ class Store:
                     feedback_terms=c.recall.feedback_terms,
                     feedback_weight=c.recall.feedback_weight,
                     coordination=c.recall.coordination,
+                    rarity=c.recall.rarity,
                 )
                 sql, params = self._sql.search_rows(self.namespace, [seq for seq, _ in ranked], where, args)
                 peeked = self._db.peek(sql, params)
@@ -259,6 +260,27 @@ class Store:
             by_seq = {row.seq: self._accesses.with_pending(row) for row in found_rows}
         found = [Candidate(by_seq[seq], score) for seq, score in ranked if seq in by_seq]
         return found[:limit]
+
+    async def candidates(
+        self, seqs: Sequence[int], category: str | None = None, tags: Sequence[str] | None = None
+    ) -> list[Candidate]:
+        """The memories of `seqs` that pass the filters, as candidates without a keyword score (the
+        semantic stage's neighbours that the keyword index did not find), in the order given."""
+        if not seqs:
+            return []
+        where, args = self._sql.filters(category, tags)
+        async with self._accesses.reading(), self._read() as conn:
+            sql, params = self._sql.search_rows(self.namespace, list(seqs), where, args)
+            _, rows = _changes_and_memories(list(await conn.execute_fetchall(sql, params)))
+            by_seq = {row.seq: self._accesses.with_pending(row) for row in rows}
+        return [Candidate(by_seq[seq], 0.0) for seq in seqs if seq in by_seq]
+
+    async def document_frequencies(self, queries: Sequence[KeywordQuery]) -> Rarity:
+        """How many memories the in-memory index holds and how many hold each query (recall
+        chooses and weights a query's terms by their rarity), with every committed write applied."""
+        async with self._index_lock, self._read() as conn:
+            index = await self._live.sync(conn, None)
+            return Rarity(len(index), index.document_frequencies(queries))
 
     async def warm(self) -> None:
         """Build the in-memory index ahead of the first recall (the server calls this at start)."""
@@ -488,6 +510,13 @@ class Store:
                 await self._tx(conn).touch(counts, at, sessions)
         except self._db.errors as exc:
             raise StoreError(f"the write failed and was rolled back: {exc}") from exc
+
+
+class Rarity(NamedTuple):
+    """How many memories the keyword index holds, and how many hold each query keyword."""
+
+    memories: int
+    counts: list[int]
 
 
 _WIDTH = len(MemoryRow._fields)

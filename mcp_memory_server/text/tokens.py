@@ -27,6 +27,7 @@ __all__ = [
     "keywords",
     "like_pattern",
     "normalize",
+    "sentences",
     "similarity",
     "stem",
     "term_query",
@@ -102,6 +103,30 @@ def keywords(tokens: Iterable[str], limit: int = 10) -> list[str]:
             if len(result) >= limit:
                 break
     return result
+
+
+_SENTENCE_END = frozenset(".!?;。！？；…\n")
+
+
+def sentences(tokens: Iterable[str]) -> list[list[str]]:
+    """Segmenter tokens grouped into sentences (split after . ! ? ; and their full-width forms and
+    line breaks); empty sentences left out."""
+    out: list[list[str]] = []
+    current: list[str] = []
+    for token in tokens:
+        if (
+            token
+            and all(ch in _SENTENCE_END or ch.isspace() for ch in token)
+            and any(ch in _SENTENCE_END for ch in token)
+        ):
+            if current:
+                out.append(current)
+                current = []
+            continue
+        current.append(token)
+    if current:
+        out.append(current)
+    return out
 
 
 @functools.lru_cache(maxsize=200_000)

@@ -133,7 +133,7 @@ async def test_one_character_chinese_words_still_count(service: MemoryService) -
     drink = await service.remember(content="用户每天早上喝一杯燕麦拿铁，不加糖", category="preference")
     await service.remember(content="早上好！今天天气真好，早上去公园跑步了，早上的空气很好", category="context")
     lives = await service.recall(query="我现在住哪儿")
-    assert lives.keywords == [] and lives.stage == "fts" and lives.hits[0].id == home.id
+    assert lives.keywords == [] and lives.stage == "keyword" and lives.hits[0].id == home.id
     drinks = await service.recall(query="我早上一般喝啥")
     assert drinks.keywords == ["早上"] and drinks.hits[0].id == drink.id
     # Only function words and stopwords: nothing to search for.
@@ -145,11 +145,11 @@ async def test_recall_prefix_and_like_fallback(service: MemoryService) -> None:
     assert (await service.recall(query="kubern")).hits[0].id == memory.id  # prefix match
     weird = await service.remember(content="门牌号是ABC-7788X", category="fact")
     result = await service.recall(query="7788x")
-    assert result.stage in ("fts", "like") and result.hits[0].id == weird.id
+    assert result.stage in ("keyword", "like") and result.hits[0].id == weird.id
     # Inside a Chinese word jieba would keep whole: the bigram index finds it.
     latte = await service.remember(content="喝拿铁", category="note")
     inside = await service.recall(query="拿铁")
-    assert inside.stage == "fts" and inside.hits[0].id == latte.id
+    assert inside.stage == "keyword" and inside.hits[0].id == latte.id
     # The middle of a word is not an index term: only the substring fallback finds it.
     fallback = await service.recall(query="88x")
     assert fallback.stage == "like" and fallback.hits[0].id == weird.id
@@ -160,7 +160,7 @@ async def test_recall_breakdown_matches_the_formula(service: MemoryService, conf
     hit = (await service.recall(query="深色主题")).hits[0]
     b = hit.breakdown
     assert b.keyword == 1.0 and b.category == 1.5 and b.confidence == 0.9 and b.topic_boost == 1.0
-    assert b.frequency == 0.5 and 0.99 < b.recency <= 1.0
+    assert b.frequency == 0.0 and 0.99 < b.recency <= 1.0  # never used before
     w = config.recall.weights
     expected = (
         w.keyword * b.keyword
@@ -230,7 +230,7 @@ async def test_recency_and_topic_change_the_ranking(service: MemoryService, stor
 async def test_hostile_queries_never_fail(service: MemoryService, query: str) -> None:
     await service.remember(content="and or not near python (test) 'quotes' \"double\"")
     result = await service.recall(query=query)
-    assert result.stage in ("fts", "like", "none")
+    assert result.stage in ("keyword", "like", "none")
 
 
 async def test_overlong_and_empty_queries_are_clear_errors(service: MemoryService, config: Config) -> None:

