@@ -6,8 +6,8 @@ one model and answers cosine similarity for a query vector.
 
 How the index is laid out and searched (numbers in BENCHMARKS.md, "Semantic stage"):
 
-- One contiguous int8 matrix of codes, a float32 scale per row and the row's seq, grown by
-  doubling; a dict maps seq to row. A removed row is filled with the last row, so the rows stay
+- One contiguous int8 matrix of codes, a float32 scale per row and the row's seq, grown by half
+  again when full; a dict maps seq to row. A removed row is filled with the last row, so the rows stay
   dense with no tombstones to skip or compact; the arrays shrink when three quarters are unused.
   100k vectors of 384 values take 44 MB (float32 would take 154 MB).
 - Up to `EXACT_ROWS` vectors, search is exact: `np.einsum` multiplies the int8 codes with the
@@ -44,7 +44,7 @@ CANDIDATES = 2_000
 # The coarse pass's hyperplanes are drawn from a fixed seed, so every process builds the same ones.
 _SEED = 1
 _PER_HIT = 40
-_BLOCK = 16_384  # rows decoded to float32 at a time when the sign bits are built
+_CHUNK = 4_096  # rows copied or decoded at a time: temporary arrays of a few MB
 _FIRST_CAPACITY = 1_024
 
 
@@ -102,36 +102,34 @@ class VectorIndex:
         return int(sum(a.nbytes for a in (self._codes, self._scales, self._seqs, *extra)))
 
     def add_many(self, items: Iterable[tuple[int, bytes]]) -> None:
-        """Add or replace vectors given as (seq, blob from `encode`)."""
-        pairs = list(items)
-        if not pairs:
-            return
+        """Add or replace vectors given as (seq, blob from `encode`). A blob of the wrong size is a
+        ValueError and nothing is added."""
         width = self.dim + 4
-        for seq, blob in pairs:
+        latest: dict[int, bytes] = {}  # the last of several vectors for one seq wins
+        for seq, blob in items:
             if len(blob) != width:
                 raise ValueError(
                     f"the vector of memory {seq} takes {len(blob)} bytes, not {width} ({self.dim} dimensions)"
                 )
-        raw = np.frombuffer(b"".join(blob for _, blob in pairs), dtype=np.uint8).reshape(len(pairs), width)
-        codes = raw[:, : self.dim].view(np.int8)
-        scales = np.ascontiguousarray(raw[:, self.dim :]).view("<f4").reshape(-1).astype(np.float32)
-        # The last of several vectors for one seq wins, as if they were added one by one.
-        last: dict[int, int] = {}
-        for i, (seq, _) in enumerate(pairs):
-            last[int(seq)] = i
-        sources = np.fromiter(last.values(), dtype=np.int64, count=len(last))
-        fresh = [seq for seq in last if seq not in self._row]
+            latest[int(seq)] = blob
+        fresh = [seq for seq in latest if seq not in self._row]
         self._reserve(self._n + len(fresh))
         for seq in fresh:
             self._row[seq] = self._n
             self._seqs[self._n] = seq
             self._n += 1
-        rows = np.fromiter((self._row[seq] for seq in last), dtype=np.int64, count=len(last))
-        self._codes[rows] = codes[sources]
-        self._scales[rows] = scales[sources]
-        if self._bits is not None:
-            self._bits[:, rows] = self._sign_bits(rows)
-        elif self._n > EXACT_ROWS:
+        pairs = list(latest.items())
+        # A chunk at a time, so that a store loading 100k vectors at once needs 2 MB of temporary
+        # arrays rather than two copies of all of them (which stayed in the process's RSS).
+        for start in range(0, len(pairs), _CHUNK):
+            part = pairs[start : start + _CHUNK]
+            raw = np.frombuffer(b"".join(blob for _, blob in part), dtype=np.uint8).reshape(len(part), width)
+            rows = np.fromiter((self._row[seq] for seq, _ in part), dtype=np.int64, count=len(part))
+            self._codes[rows] = raw[:, : self.dim].view(np.int8)
+            self._scales[rows] = np.ascontiguousarray(raw[:, self.dim :]).view("<f4").reshape(-1)
+            if self._bits is not None:
+                self._bits[:, rows] = self._sign_bits(rows)
+        if self._bits is None and self._n > EXACT_ROWS:
             self._build_bits()
 
     def remove(self, seqs: Iterable[int]) -> None:
@@ -221,23 +219,22 @@ class VectorIndex:
 
     def _build_bits(self) -> None:
         total = np.zeros(self.dim, dtype=np.float64)
-        for start in range(0, self._n, _BLOCK):
-            stop = min(start + _BLOCK, self._n)
+        for start in range(0, self._n, _CHUNK):
+            stop = min(start + _CHUNK, self._n)
             total += (self._codes[start:stop].astype(np.float32) * self._scales[start:stop, None]).sum(axis=0)
         self._center = (total / self._n).astype(np.float32)
         self._planes = _rotation(self.dim)
         self._bits = np.zeros((self._words, len(self._seqs)), dtype=np.uint64)
         self._scratch = _scratch(len(self._seqs))
-        for start in range(0, self._n, _BLOCK):
-            rows = np.arange(start, min(start + _BLOCK, self._n))
+        for start in range(0, self._n, _CHUNK):
+            rows = np.arange(start, min(start + _CHUNK, self._n))
             self._bits[:, rows] = self._sign_bits(rows)
 
     def _reserve(self, needed: int) -> None:
+        # Half again as much room as now, or exactly what a large batch needs (the vectors a store
+        # loads at start arrive in one batch and fit without slack); amortised O(1) per vector.
         if needed > len(self._seqs):
-            capacity = max(_FIRST_CAPACITY, len(self._seqs))
-            while capacity < needed:
-                capacity *= 2
-            self._resize(capacity)
+            self._resize(max(_FIRST_CAPACITY, needed, len(self._seqs) * 3 // 2))
 
     def _resize(self, capacity: int) -> None:
         n = self._n
