@@ -235,7 +235,7 @@ def main() -> None:
             f"{size:>7,} vectors ({r['path']}): search p50 {r['search_p50_ms']:.2f} ms, p95 "
             f"{r['search_p95_ms']:.2f} ms (CPU p50 {r['cpu_p50_ms']:.2f}, p95 {r['cpu_p95_ms']:.2f}); "
             f"recall@10 vs exact float32 {r['recall_at_10']:.3f} (worst query {r['min_recall_at_10']:.1f}); "
-            f"memory: {r['used_mb']:.1f} MB in use, {r['index_mb']:.1f} MB allocated (doubling), "
+            f"memory: {r['used_mb']:.1f} MB in use, {r['index_mb']:.1f} MB allocated (with room to grow), "
             f"+{r['seq_map_mb']:.1f} MB the seq map; RSS +{r['rss_added_mb']:.0f} MB "
             f"(float32: {r['float32_mb']:.1f} MB); float32 brute force p50 {r['float32_search_p50_ms']:.2f} ms; "
             f"built in {r['build_s']:.2f} s"
