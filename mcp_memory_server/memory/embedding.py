@@ -22,6 +22,7 @@ import anyio.lowlevel
 import anyio.to_thread
 
 from ..config.config import Config
+from ..config.settings import Semantic
 from ..embed.embedder import Embedder, EmbedderUnavailable
 from ..errors import MemoryServerError
 from ..models import SemanticStatus
@@ -66,16 +67,16 @@ class SemanticStage:
 
     @classmethod
     def from_config(
-        cls, config: Config, load: Callable[[Config], Embedder], installed: Callable[[Config], bool]
+        cls, config: Config, load: Callable[[Semantic], Embedder], installed: Callable[[Semantic], bool]
     ) -> SemanticStage:
         """The stage the settings ask for: `semantic` off, on, or auto (on when the configured
         backend is installed)."""
         setting = config.embedding.semantic
         if setting == "off":
             return cls(None, off_reason="turned off (semantic = off)")
-        if setting == "auto" and not installed(config):
+        if setting == "auto" and not installed(config.embedding):
             return cls(None, off_reason="no embedding backend installed (pip install 'jiyi[semantic]')")
-        return cls(lambda: load(config))
+        return cls(lambda: load(config.embedding))
 
     @property
     def model_id(self) -> str | None:

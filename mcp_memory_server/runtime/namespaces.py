@@ -22,6 +22,7 @@ import anyio.abc
 
 from .. import __version__
 from ..config.config import Config
+from ..config.settings import Semantic
 from ..embed.embedder import Embedder
 from ..embed.loader import backend_installed, load_embedder
 from ..errors import MemoryServerError, NotFound, StoreError
@@ -49,13 +50,13 @@ _LOADED: dict[str, Embedder] = {}
 _LOADING = threading.Lock()
 
 
-def _load_once(config: Config) -> Embedder:
+def _load_once(settings: Semantic) -> Embedder:
     """The configured model, loaded once per process (every `Spaces` of the process shares it:
     the dashboard beside the MCP endpoint, tests that serve many times)."""
-    name = config.embedding.embedding_model
+    name = settings.embedding_model
     with _LOADING:
         if name not in _LOADED:
-            _LOADED[name] = load_embedder(config)
+            _LOADED[name] = load_embedder(settings)
         return _LOADED[name]
 
 

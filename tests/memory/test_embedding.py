@@ -42,7 +42,7 @@ _MODEL: list[Embedder] = []
 def _embedder(config: Config) -> Embedder:
     """The bundled model, loaded once for this module's tests."""
     if not _MODEL:
-        _MODEL.append(load_embedder(config))
+        _MODEL.append(load_embedder(config.embedding))
     return _MODEL[0]
 
 

