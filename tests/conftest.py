@@ -22,10 +22,13 @@ from mcp_memory_server.store import Store
 from mcp_memory_server.text import Segmenter
 
 from . import pg_server as pg_server_module
+from .wire import SUITE_SEMANTIC
 
 # Servers the tests start (in subprocesses, which inherit this) leave the semantic stage off unless
 # a test turns it on: loading the embedding model in every one would cost the suite minutes of CPU.
-os.environ.setdefault("MCP_MEMORY_SEMANTIC", "off")
+# The outside clients (the Inspector, the conformance suite, the protocol-level peers) start the
+# server at its true defaults, stage on: they use `wire.environ`, which drops this.
+os.environ.setdefault("MCP_MEMORY_SEMANTIC", SUITE_SEMANTIC)
 
 # Hypothesis profiles of tests/server/test_hostile_input.py, registered here and used only there (other
 # tests keep Hypothesis's defaults). "hostile-ci" draws the same examples on every run and keeps no

@@ -20,6 +20,8 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from . import wire
+
 
 def command() -> str:
     found = shutil.which("jiyi", path=str(Path(sys.executable).parent))
@@ -51,7 +53,8 @@ def http_server(
     port = free_port()
     db = tmp_path / "http.db"
     served = Served(f"http://127.0.0.1:{port}/mcp", port, db, tmp_path / "stderr.log", tmp_path / "stdout.log")
-    environ = {**os.environ, "MCP_MEMORY_DB": str(db), "MCP_MEMORY_CACHE_DIR": str(cache_dir), **(env or {})}
+    # At the server's defaults (the semantic stage on where installed), as a user's client starts it.
+    environ = wire.environ(MCP_MEMORY_DB=str(db), MCP_MEMORY_CACHE_DIR=str(cache_dir), **(env or {}))
     with served.stderr.open("w") as err, served.stdout.open("w") as out:
         proc = subprocess.Popen(
             [command(), "--transport", "http", "--port", str(port), *args], stdout=out, stderr=err, env=environ

@@ -240,5 +240,15 @@ def _events(lines: Iterator[str]) -> Iterator[str]:
         yield "\n".join(data)
 
 
+# What tests/conftest.py sets for the servers most tests start (MCP_MEMORY_SEMANTIC), unless the
+# machine running the suite set it itself.
+SUITE_SEMANTIC = "off"
+_SET_BY_SUITE = "MCP_MEMORY_SEMANTIC" not in os.environ
+
+
 def environ(**extra: str) -> dict[str, str]:
-    return {**os.environ, **extra}
+    """The environment a server starts with at its defaults: the suite's own setting dropped."""
+    inherited = dict(os.environ)
+    if _SET_BY_SUITE:
+        inherited.pop("MCP_MEMORY_SEMANTIC", None)
+    return {**inherited, **extra}

@@ -369,9 +369,26 @@ async def _stats(config: Config) -> int:
     return 0
 
 
+_SEARCH_EMBEDS = 200  # memories a search embeds before it answers (a few seconds at most)
+
+
 async def _search(config: Config, args: argparse.Namespace) -> int:
     _existing(config)
     async with Store(config, Segmenter(config.cache_dir)) as store:
+        # With the semantic stage on, the stored vectors are searched too. A few memories no
+        # server has embedded yet are embedded first; more are found by their keywords alone.
+        worker = EmbeddingWorker(store, semantic_stage(config))
+        if await worker.attach():
+            model = worker.stage.model_id or ""
+            embedded, total = await store.vector_progress(model)
+            if total - embedded <= _SEARCH_EMBEDS:
+                await worker.catch_up()
+            else:
+                print(
+                    f"jiyi: {total - embedded} memories have no vector yet and are searched by keywords only; "
+                    "a running server embeds them in the background",
+                    file=sys.stderr,
+                )
         result = await MemoryService(store).recall(
             query=args.query, limit=args.limit, category=args.category, track_access=False
         )
@@ -382,8 +399,9 @@ async def _search(config: Config, args: argparse.Namespace) -> int:
     for hit in result.hits:
         b = hit.breakdown
         print(f"{hit.id:>10}  {hit.score:.3f}  [{hit.category}] {hit.content}")
+        semantic = f" semantic {b.semantic:.2f}" if b.semantic is not None else ""
         print(
-            f"{'':>10}  keyword {b.keyword:.2f} category {b.category:.2f} recency {b.recency:.2f} "
+            f"{'':>10}  keyword {b.keyword:.2f}{semantic} category {b.category:.2f} recency {b.recency:.2f} "
             f"frequency {b.frequency:.2f} confidence {b.confidence:.2f} topic x{b.topic_boost:.1f}"
         )
     if not result.hits:

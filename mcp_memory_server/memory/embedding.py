@@ -163,6 +163,11 @@ class EmbeddingWorker:
         while (left := self._last_write + _QUIET_SECONDS - time.monotonic()) > 0:  # noqa: ASYNC110 (a deadline)
             await anyio.sleep(left)
 
+    async def attach(self) -> bool:
+        """Load the model and search the vectors already stored, embedding nothing now (what a
+        one-off search does). False when the stage is off or its model failed."""
+        return await self._ready() is not None
+
     async def _ready(self) -> Embedder | None:
         embedder = await self.stage.loaded()
         if embedder is not None:

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from ..http_server import free_port, http_server
+from ..wire import environ
 
 ROOT = Path(__file__).resolve().parents[2]
 FOLDER = ROOT / ".ci" / "conformance"
@@ -54,7 +55,7 @@ def scenario(url: str, name: str, out: Path) -> tuple[int, list[dict[str, Any]],
     node, suite = _suite()
     folder = out / name
     argv = [node, suite, "server", "--url", url, "--scenario", name, "--output-dir", str(folder)]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=_TIMEOUT, check=False, cwd=out)
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=_TIMEOUT, check=False, cwd=out, env=environ())
     found = sorted(folder.glob("*/checks.json"))
     checks: list[dict[str, Any]] = json.loads(found[-1].read_text(encoding="utf-8")) if found else []
     return done.returncode, checks, done.stdout + done.stderr

@@ -23,6 +23,7 @@ from mcp_memory_server.server import build_server
 from mcp_memory_server.text import Segmenter
 
 from ..surface import PROMPTS, TOOLS
+from ..wire import environ
 
 pytestmark = pytest.mark.anyio
 
@@ -34,7 +35,7 @@ def _command() -> str:
 
 
 def _params(tmp_path: Path, cache_dir: Path) -> StdioServerParameters:
-    env = {**os.environ, "MCP_MEMORY_DB": str(tmp_path / "e2e.db"), "MCP_MEMORY_CACHE_DIR": str(cache_dir)}
+    env = environ(MCP_MEMORY_DB=str(tmp_path / "e2e.db"), MCP_MEMORY_CACHE_DIR=str(cache_dir))
     return StdioServerParameters(command=_command(), args=["--log-level", "WARNING"], env=env)
 
 
@@ -148,7 +149,7 @@ anyio.run(serve_stdio, server)
 async def test_stray_stdout_output_does_not_reach_the_protocol_stream(tmp_path: Path, cache_dir: Path) -> None:
     """Served on the event loop, as over the SDK's transport, fd 1 is not the wire: prints and child
     processes write to stderr instead of corrupting the JSON-RPC stream."""
-    env = {**os.environ, "MCP_MEMORY_DB": str(tmp_path / "noisy.db"), "MCP_MEMORY_CACHE_DIR": str(cache_dir)}
+    env = environ(MCP_MEMORY_DB=str(tmp_path / "noisy.db"), MCP_MEMORY_CACHE_DIR=str(cache_dir))
     params = StdioServerParameters(command=sys.executable, args=["-c", _NOISY_SERVER], env=env)
     async with Client(params) as client:
         for _ in range(2):
@@ -166,7 +167,7 @@ async def test_recall_over_stdio_carries_every_field_and_validates(tmp_path: Pat
         result = await client.call_tool("recall", {"query": "咖啡"})
         assert not result.is_error and result.structured_content is not None
         found = result.structured_content
-        assert set(found) == {"keywords", "hits"}
+        assert set(found) == {"keywords", "hits", "note"} and found["note"] is None
         hit = found["hits"][0]
         assert set(hit) == {"id", "content", "key", "category", "tags", "score", "updated_at"}
         assert hit["key"] == "drink" and hit["tags"] == ["饮品"]

@@ -23,6 +23,7 @@ import pytest
 
 from mcp_memory_server.config import APP_NAME
 
+from .. import wire
 from ..http_server import command, http_server
 from ..surface import PROMPTS, TOOLS
 
@@ -83,7 +84,7 @@ def http_target(home: Path, tmp_path: Path, cache_dir: Path) -> Iterator[Target]
 
 def _run(target: Target, *request: str) -> dict[str, Any]:
     """One Inspector CLI run at its defaults; its JSON answer."""
-    environ = {**os.environ, "HOME": str(target.home)}
+    environ = {**wire.environ(), "HOME": str(target.home)}
     argv = [_inspector(), "--cli", *target.server, *request]
     done = subprocess.run(
         argv, capture_output=True, text=True, timeout=_TIMEOUT, check=False, cwd=target.home, env=environ
