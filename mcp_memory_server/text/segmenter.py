@@ -30,7 +30,9 @@ from typing import Any, Literal
 
 import anyio.to_thread
 
-__all__ = ["Segmenter"]
+__all__ = ["Segmenter", "SegmenterState"]
+
+SegmenterState = Literal["loading", "ready", "failed"]
 
 log_ = logging.getLogger(__name__)
 
@@ -298,7 +300,14 @@ class Segmenter:
 
     @property
     def ready(self) -> bool:
+        """Loading has ended, loaded or failed (see `state`)."""
         return self._ready.is_set()
+
+    @property
+    def state(self) -> SegmenterState:
+        if not self._ready.is_set():
+            return "loading"
+        return "failed" if self._error is not None else "ready"
 
     def start(self) -> None:
         """Begin loading in a daemon thread; calling it again does nothing."""
@@ -320,6 +329,13 @@ class Segmenter:
             await anyio.to_thread.run_sync(self._ready.wait)
         if self._error is not None:
             raise RuntimeError(f"the Chinese segmenter failed to load: {self._error}") from self._error
+
+    async def wait_at_most(self, seconds: float) -> SegmenterState:
+        """Wait up to `seconds` for loading to end, without blocking the event loop; the state then."""
+        if not self._ready.is_set():
+            self.start()
+            await anyio.to_thread.run_sync(self._ready.wait, seconds)
+        return self.state
 
     def cut(self, text: str) -> list[str]:
         """Precise-mode segmentation (queries)."""
