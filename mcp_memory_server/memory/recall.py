@@ -58,8 +58,9 @@ class Scored:
         }
 
 
-# How long a query waits for jieba's dictionary while it loads before it is answered from
-# dictionary-free tokens (text/provisional.py): a loader that reads its cache is done within it.
+# How long a query waits for jieba's dictionary while it loads from its cache (which takes less)
+# before it is answered from dictionary-free tokens (text/provisional.py); a dictionary being
+# built from scratch (seconds, once after an install) is not waited for.
 SEGMENTER_PATIENCE = 0.2
 
 

@@ -317,6 +317,7 @@ class Segmenter:
         self._thread: threading.Thread | None = None
         self._tokenizer: Any = None  # a jieba.Tokenizer
         self._error: BaseException | None = None
+        self._building = False  # no cache to read: the dictionary is being built (seconds)
 
     @property
     def ready(self) -> bool:
@@ -351,11 +352,19 @@ class Segmenter:
             raise RuntimeError(f"the Chinese segmenter failed to load: {self._error}") from self._error
 
     async def wait_at_most(self, seconds: float) -> SegmenterState:
-        """Wait up to `seconds` for loading to end, without blocking the event loop; the state then."""
-        if not self._ready.is_set():
+        """Wait up to `seconds` for loading to end, without blocking the event loop; the state then.
+        No wait once the dictionary is known to be built from scratch rather than read from the
+        cache: that takes seconds, a short wait would only delay the answer."""
+        if not self._ready.is_set() and not self._building:
             self.start()
-            await anyio.to_thread.run_sync(self._ready.wait, seconds)
+            await anyio.to_thread.run_sync(self._wait_unless_building, seconds)
         return self.state
+
+    def _wait_unless_building(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while not self._building and (left := deadline - time.monotonic()) > 0:
+            if self._ready.wait(min(left, 0.01)):
+                return
 
     def cut(self, text: str) -> list[str]:
         """Precise-mode segmentation (queries)."""
@@ -402,6 +411,7 @@ class Segmenter:
             return None
 
     def _build(self, tokenizer: Any, version: str) -> Dictionary:
+        self._building = True
         with tokenizer.get_dict_file() as handle:
             dictionary = Dictionary.parse(handle.read())
         path = self._cache_file(version)

@@ -9,6 +9,7 @@ import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import anyio
 import pytest
 
 from mcp_memory_server.config import Config
@@ -16,6 +17,7 @@ from mcp_memory_server.memory.service import MemoryService
 from mcp_memory_server.store.store import Store
 from mcp_memory_server.text import Segmenter
 from mcp_memory_server.text.provisional import near_duplicate_query, provisional_tokens
+from mcp_memory_server.text.segmenter import Dictionary
 from mcp_memory_server.text.tokens import index_terms
 
 pytestmark = pytest.mark.anyio
@@ -148,3 +150,30 @@ def test_jieba_loads_without_pkg_resources(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=300)
     assert out.stdout.split() == ["ready", "False", "我/对/花生/过敏/，/喝拿铁"]  # 喝拿铁: the HMM joined 喝/拿/铁
     assert any(tmp_path.glob("jieba-*.dict"))
+
+
+async def test_a_query_waits_for_a_cached_dictionary_but_not_for_one_built_from_scratch(
+    tmp_path: Path, cache_dir: Path, segmenter: Segmenter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a cache the dictionary is ready within a query's short wait; built from jieba's file
+    it takes seconds, so a query answers from bigrams at once."""
+    cached = Segmenter(cache_dir)  # the `segmenter` fixture wrote the cache
+    with anyio.fail_after(60):
+        assert await cached.wait_at_most(60) == "ready"
+
+    gate = threading.Event()
+    parse = Dictionary.parse
+
+    def held(data: bytes) -> Dictionary:
+        gate.wait(60)
+        return parse(data)
+
+    monkeypatch.setattr(Dictionary, "parse", staticmethod(held))
+    fresh = Segmenter(tmp_path / "empty-cache")
+    try:
+        with anyio.fail_after(60):  # a hang, not a timing: the wait asked for is ten minutes
+            assert await fresh.wait_at_most(600) == "loading"
+    finally:
+        gate.set()
+    await fresh.wait()
+    assert fresh.state == "ready" and fresh.cut("花生过敏") == ["花生", "过敏"]
