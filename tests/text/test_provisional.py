@@ -16,6 +16,7 @@ from mcp_memory_server.config import Config
 from mcp_memory_server.memory.service import MemoryService
 from mcp_memory_server.store.store import Store
 from mcp_memory_server.text import Segmenter
+from mcp_memory_server.text import segmenter as segmenter_module
 from mcp_memory_server.text.provisional import near_duplicate_query, provisional_tokens
 from mcp_memory_server.text.segmenter import Dictionary
 from mcp_memory_server.text.tokens import index_terms
@@ -162,13 +163,13 @@ async def test_a_query_waits_for_a_cached_dictionary_but_not_for_one_built_from_
         assert await cached.wait_at_most(60) == "ready"
 
     gate = threading.Event()
-    parse = Dictionary.parse
+    build = segmenter_module._build_in_child
 
-    def held(data: bytes) -> Dictionary:
+    def held(path: Path) -> bool:
         gate.wait(60)
-        return parse(data)
+        return build(path)
 
-    monkeypatch.setattr(Dictionary, "parse", staticmethod(held))
+    monkeypatch.setattr(segmenter_module, "_build_in_child", held)
     fresh = Segmenter(tmp_path / "empty-cache")
     try:
         with anyio.fail_after(60):  # a hang, not a timing: the wait asked for is ten minutes
@@ -177,3 +178,29 @@ async def test_a_query_waits_for_a_cached_dictionary_but_not_for_one_built_from_
         gate.set()
     await fresh.wait()
     assert fresh.state == "ready" and fresh.cut("花生过敏") == ["花生", "过敏"]
+
+
+def test_the_dictionary_is_built_in_a_child_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A second of pure Python would hold the interpreter lock the server's requests need: with a
+    cache folder, a child process builds the cache and the server only reads it."""
+
+    def not_here(data: bytes) -> Dictionary:
+        raise AssertionError("the dictionary was parsed in the server's process")
+
+    monkeypatch.setattr(Dictionary, "parse", staticmethod(not_here))
+    built = Segmenter(tmp_path)
+    built.wait_sync()
+    assert built.state == "ready" and built.cut("我对花生过敏") == ["我", "对", "花生", "过敏"]
+    names = [p.name for p in tmp_path.iterdir()]  # the cache, and no temporary file left behind
+    assert len(names) == 1 and names[0].startswith("jieba-") and names[0].endswith(".dict"), names
+
+
+def test_without_a_child_process_the_dictionary_is_built_in_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(sys, "executable", "/bin/false")  # the child exits at once, unsuccessfully
+    built = Segmenter(tmp_path)
+    built.wait_sync()
+    assert built.state == "ready" and built.cut("我对花生过敏") == ["我", "对", "花生", "过敏"]
+    assert "building it here" in caplog.text
+    assert any(tmp_path.glob("jieba-*.dict"))
