@@ -16,6 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from mcp_memory_server.text import Segmenter
+
 INITIALIZE = {
     "jsonrpc": "2.0",
     "id": 1,
@@ -63,7 +65,10 @@ def main() -> None:
     assert command, "install the package first (make test or pip install -e .)"
     with tempfile.TemporaryDirectory() as tmp:
         cache = Path(tmp) / "cache"
-        cold_start(command, Path(tmp) / "warmup.db", cache)  # builds the segmenter cache once
+        # The segmenter's cache, built here: a server asked only for `initialize` exits before its
+        # background thread has written it.
+        Segmenter(cache).wait_sync()
+        cold_start(command, Path(tmp) / "warmup.db", cache)
         bare_import()
         ours = [cold_start(command, Path(tmp) / f"run{i}.db", cache) for i in range(args.runs)]
         bare = [bare_import() for _ in range(args.runs)]

@@ -327,6 +327,9 @@ class Stats(Model):
     schema_version: int
     oldest: datetime | None
     newest: datetime | None
+    segmenter: Literal["loading", "ready", "failed"] = Field(
+        description="jieba's dictionary: until it is ready, Chinese queries are answered from character bigrams.",
+    )
     semantic: SemanticStatus | None = Field(
         default=None, description="The semantic stage (a serving process's); null where nothing runs it."
     )

@@ -14,6 +14,7 @@ from ..models import RecallResult, Stage
 from ..store.rows import Candidate, MemoryRow, memory_id, utcnow
 from ..store.store import Store
 from ..text.keyword_query import KeywordQuery
+from ..text.provisional import provisional_tokens
 from ..text.tokens import char_queries, keyword_query, keywords, normalize, sentences
 
 __all__ = [
@@ -77,9 +78,17 @@ class Scored:
         }
 
 
+# How long a query waits for jieba's dictionary while it loads from its cache (which takes less)
+# before it is answered from dictionary-free tokens (text/provisional.py); a dictionary being
+# built from scratch (seconds, once after an install) is not waited for.
+SEGMENTER_PATIENCE = 0.2
+
+
 async def segment(store: Store, text: str) -> list[str]:
-    """jieba's tokens for a text, once the dictionary has loaded."""
-    await store.segmenter.wait()
+    """jieba's tokens for a text; while its dictionary is still loading (beyond a short wait) or if
+    it failed to load, dictionary-free tokens that the index's character bigrams answer."""
+    if await store.segmenter.wait_at_most(SEGMENTER_PATIENCE) != "ready":
+        return provisional_tokens(text)
     return store.segmenter.cut(normalize(text))
 
 

@@ -16,10 +16,11 @@ from ..models import Draft, ForgetResult, ListResult, Memory, OrderBy, RecallRes
 from ..store.rows import memory_id, parse_id, utcnow
 from ..store.store import Store
 from ..store.tx import Tx
+from ..text.provisional import near_duplicate_query
 from ..text.redaction import describe
-from ..text.tokens import fingerprint, fts_query, similarity
+from ..text.tokens import fingerprint, similarity
 from . import validate
-from .recall import extract_keywords, recall
+from .recall import recall
 
 __all__ = ["MemoryService", "same_value"]
 
@@ -163,10 +164,10 @@ class MemoryService:
         return result
 
     async def prepare(self, draft: Draft) -> tuple[str, str]:
-        """What `write` needs besides the draft, computed outside the transaction (segmentation
-        may wait for jieba): the content's fingerprint and the full-text query for near-duplicates."""
-        keywords = await extract_keywords(self.store, draft.content, self.config.recall.max_keywords)
-        return fingerprint(draft.content), fts_query(keywords)
+        """What `write` needs besides the draft, computed outside the transaction: the content's
+        fingerprint and the full-text query for near-duplicates. Neither uses jieba, so a write
+        never waits for its dictionary and decides the same before and after it has loaded."""
+        return fingerprint(draft.content), near_duplicate_query(draft.content)
 
     async def write(self, tx: Tx, draft: Draft, digest: str, near_match: str, now: datetime) -> RememberResult:
         """Store one validated draft inside `tx`: update by key, merge with an identical or

@@ -136,6 +136,9 @@ async def _synthesize(store: Store, memories: Sequence[Memory], now: datetime) -
         )
     )
     holders: dict[str, list[str]] = {}
+    # jieba's words, never the dictionary-free tokens a recall makes do with while it loads: the
+    # same memories give the same profile.
+    await store.segmenter.wait()
     for memory in ranked:
         for word in dict.fromkeys(await extract_keywords(store, memory.content, 8)):
             if len(word) >= 2 and not word.isdigit():

@@ -364,6 +364,7 @@ class Store:
             schema_version=int(version) if version is not None else 0,
             oldest=datetime.fromisoformat(oldest) if oldest else None,
             newest=datetime.fromisoformat(newest) if newest else None,
+            segmenter=self.segmenter.state,
         )
 
     # ---- embedding vectors (the semantic stage, store/live_vectors.py) ---------------------------

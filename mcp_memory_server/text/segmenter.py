@@ -10,7 +10,8 @@ through it) run against it; the words it finds, and so the segmentation, are the
 The tables are cached on disk as raw bytes and read straight into place: loading takes a few
 milliseconds in the background thread, so the server stays responsive while the segmenter loads.
 Without a cache they are built from jieba's dictionary file (about a second), never holding
-jieba's own dict.
+jieba's own dict, in a child process when there is a cache folder to hand it over in: a second of
+pure Python in a thread would hold the interpreter lock that the server's first requests need.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import io
 import logging
 import marshal
 import os
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -28,9 +31,9 @@ from math import log
 from pathlib import Path
 from typing import Any, Literal
 
-import anyio.to_thread
+__all__ = ["Segmenter", "SegmenterState"]
 
-__all__ = ["Segmenter"]
+SegmenterState = Literal["loading", "ready", "failed"]
 
 log_ = logging.getLogger(__name__)
 
@@ -285,6 +288,66 @@ def _route(sentence: str, dag: _Dag, route: dict[int, tuple[float, int]]) -> Non
         route[idx] = max((score + route[x + 1][0], x) for score, x in zip(scores[idx], dag[idx]))  # noqa: B905
 
 
+def _import_jieba() -> Any:
+    """jieba, imported without pkg_resources. jieba's `_compat` imports pkg_resources only to open
+    files inside its own package, and opens them by path when the import fails; importing it
+    walks every installed distribution (0.1-0.5 s, the bulk of importing jieba), all of it holding
+    the interpreter lock that the server's requests need meanwhile. Nothing else in the server
+    imports pkg_resources; where something has, it is used as it is."""
+    if "pkg_resources" in sys.modules:
+        import jieba
+
+        return jieba
+    sys.modules["pkg_resources"] = None  # type: ignore[assignment]  # `import` now raises ImportError
+    try:
+        import jieba
+    finally:
+        if sys.modules.get("pkg_resources", False) is None:
+            del sys.modules["pkg_resources"]
+    return jieba
+
+
+def build_cache(path: Path) -> None:
+    """Build the compact dictionary from jieba's dictionary file and write it to `path`; what the
+    child process of `Segmenter._build` runs."""
+    tokenizer = _import_jieba().Tokenizer()
+    with tokenizer.get_dict_file() as handle:
+        Dictionary.parse(handle.read()).write(path)
+
+
+# The child process: this module loaded from its file alone, since importing the package would
+# cost it as long as the build itself. It writes nothing to stdout (the stdio server's protocol).
+_CHILD = (
+    "import importlib.util, sys\n"
+    "from pathlib import Path\n"
+    "spec = importlib.util.spec_from_file_location('segmenter_build', sys.argv[1])\n"
+    "module = importlib.util.module_from_spec(spec)\n"
+    "spec.loader.exec_module(module)\n"
+    "module.build_cache(Path(sys.argv[2]))\n"
+)
+
+
+def _build_in_child(path: Path) -> bool:
+    """Whether a child process built the cache at `path`."""
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", _CHILD, __file__, str(path)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            timeout=600,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        log_.warning("could not build the segmenter cache in a child process (%s); building it here", exc)
+        return False
+    if done.returncode != 0:
+        reason = (done.stderr.decode(errors="replace").strip().splitlines() or ["no message"])[-1]
+        log_.warning("building the segmenter cache in a child process failed (%s); building it here", reason)
+        return False
+    return True
+
+
 class Segmenter:
     """Chinese/English word segmentation; thread-safe once loaded."""
 
@@ -295,10 +358,18 @@ class Segmenter:
         self._thread: threading.Thread | None = None
         self._tokenizer: Any = None  # a jieba.Tokenizer
         self._error: BaseException | None = None
+        self._building = False  # no cache to read: the dictionary is being built (seconds)
 
     @property
     def ready(self) -> bool:
+        """Loading has ended, loaded or failed (see `state`)."""
         return self._ready.is_set()
+
+    @property
+    def state(self) -> SegmenterState:
+        if not self._ready.is_set():
+            return "loading"
+        return "failed" if self._error is not None else "ready"
 
     def start(self) -> None:
         """Begin loading in a daemon thread; calling it again does nothing."""
@@ -316,10 +387,29 @@ class Segmenter:
     async def wait(self) -> None:
         """Wait for the dictionary without blocking the event loop."""
         if not self._ready.is_set():
+            import anyio.to_thread  # here: the child process that builds the cache needs no anyio
+
             self.start()
             await anyio.to_thread.run_sync(self._ready.wait)
         if self._error is not None:
             raise RuntimeError(f"the Chinese segmenter failed to load: {self._error}") from self._error
+
+    async def wait_at_most(self, seconds: float) -> SegmenterState:
+        """Wait up to `seconds` for loading to end, without blocking the event loop; the state then.
+        No wait once the dictionary is known to be built from scratch rather than read from the
+        cache: that takes seconds, a short wait would only delay the answer."""
+        if not self._ready.is_set() and not self._building:
+            import anyio.to_thread
+
+            self.start()
+            await anyio.to_thread.run_sync(self._wait_unless_building, seconds)
+        return self.state
+
+    def _wait_unless_building(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while not self._building and (left := deadline - time.monotonic()) > 0:
+            if self._ready.wait(min(left, 0.01)):
+                return
 
     def cut(self, text: str) -> list[str]:
         """Precise-mode segmentation (queries)."""
@@ -334,8 +424,7 @@ class Segmenter:
     def _load(self) -> None:
         started = time.perf_counter()
         try:
-            import jieba
-
+            jieba = _import_jieba()
             jieba.setLogLevel(logging.WARNING)
             tokenizer = jieba.Tokenizer()
             dictionary = self._read_cache(jieba.__version__) or self._build(tokenizer, jieba.__version__)
@@ -367,9 +456,14 @@ class Segmenter:
             return None
 
     def _build(self, tokenizer: Any, version: str) -> Dictionary:
+        self._building = True
+        path = self._cache_file(version)
+        if path is not None and _build_in_child(path):
+            built = self._read_cache(version)
+            if built is not None:
+                return built
         with tokenizer.get_dict_file() as handle:
             dictionary = Dictionary.parse(handle.read())
-        path = self._cache_file(version)
         if path is not None:
             try:
                 dictionary.write(path)
