@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -228,6 +229,10 @@ def _configure_logging(level: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # Before numpy loads (lazily, with the first index): the server's arrays need no threaded BLAS,
+    # and OpenBLAS's threads contending with the server's own on a small machine made a 0.2 ms
+    # product take 13-30 ms (BENCHMARKS.md). A value the user set is kept.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     args = build_parser().parse_args(argv)
     try:
         if args.command == "token":
