@@ -2,7 +2,8 @@
 the test half.
 
 The rule is the same for every set: sort the set's natural groups (a LoCoMo conversation, a user
-of the Chinese set, a memory of the cross-language set), shuffle them with `random.Random(SEED)`,
+of the Chinese set, a memory of the cross-language set, an off-topic question, a REALTALK chat),
+shuffle them with `random.Random(SEED)`,
 and take the first half as development, the rest as test. Splitting by group rather than by query
 keeps a conversation's or a user's queries, which share words and people, on one side only.
 
@@ -71,10 +72,29 @@ def chinese_split(which: Split) -> list[str]:
     return split(chinese_users(), which)
 
 
+def crosslang_memories() -> list[str]:
+    """The memory ids of benchmarks/data/crosslang.json (a query goes with its memory)."""
+    data = json.loads((DATA_DIR / "crosslang.json").read_text(encoding="utf-8"))
+    return [str(memory["id"]) for memory in data["memories"]]
+
+
+def offtopic_numbers() -> list[str]:
+    """The question numbers of benchmarks/data/offtopic.json ("01".."24"; a number's English and
+    Chinese versions stay together)."""
+    data = json.loads((DATA_DIR / "offtopic.json").read_text(encoding="utf-8"))
+    return sorted({str(query["id"])[-2:] for query in data["queries"]})
+
+
 def main() -> None:
-    for name, groups in (("LoCoMo conversations", locomo_ids()), ("Chinese set users", chinese_users())):
+    for name, groups in (
+        ("LoCoMo conversations", locomo_ids()),
+        ("Chinese set users", chinese_users()),
+        ("cross-language memories", crosslang_memories()),
+        ("off-topic question numbers", offtopic_numbers()),
+    ):
         dev, test = halves(groups)
         print(f"{name}: dev {', '.join(sorted(dev))}; test {', '.join(sorted(test))}")
+    print("REALTALK chats: the Chat_* file names, by the same rule (benchmarks.data.realtalk)")
 
 
 if __name__ == "__main__":
