@@ -284,13 +284,17 @@ class DenseE5:
             out = np.asarray(embed([texts[i] for i in batch]), dtype=np.float32)
             rows = [(keys[i], out[j].tobytes()) for j, i in enumerate(batch)]
             self.cache.executemany("INSERT OR REPLACE INTO v VALUES (?, ?)", rows)
+            self.cache.commit()  # each batch kept, should the run be stopped
             found.update(rows)
-        self.cache.commit()
         return np.stack([np.frombuffer(found[k], dtype=np.float32) for k in keys])
 
     async def open(self, memories: Memories) -> None:
         self.ids = [m[0] for m in memories]
         self.matrix = await anyio.to_thread.run_sync(self.vectors, [m[1] for m in memories], "passage")
+
+    async def prepare(self, queries: Sequence[str]) -> None:
+        """Embeds the queries to come in batches (cached): much faster than one at a time."""
+        await anyio.to_thread.run_sync(self.vectors, [q[:2000] for q in queries], "query")
 
     async def search(self, query: str, k: int) -> list[str]:
         vec = await anyio.to_thread.run_sync(self.vectors, [query[:2000]], "query")
@@ -346,10 +350,15 @@ class OursTools:
     background embedding done ("require": fail otherwise; "optional": go on when the server has no
     semantic stage to report)."""
 
-    def __init__(self, name: str, env: dict[str, str] | None = None, semantic_wait: str = "") -> None:
-        self.name = name
+    def __init__(
+        self, name: str, env: dict[str, str] | None = None, semantic_wait: str = "", load: str = "remember"
+    ) -> None:
+        if load not in ("remember", "import"):
+            raise ValueError(f"load must be 'remember' or 'import', not {load!r}")
+        self.name = name if load == "remember" else f"{name[:-1]}, bulk import)"
         self.env = env or {}
         self.semantic_wait = semantic_wait
+        self.load = load
         self.tmp = Path(tempfile.mkdtemp(prefix="mms-bench-"))
         self.ids: dict[str, list[str]] = {}
         self.actions: Counter[str] = Counter()
@@ -367,10 +376,12 @@ class OursTools:
             "MCP_MEMORY_LOG_LEVEL": "ERROR",
             **self.env,
         }
+        started = time.perf_counter()
+        if self.load == "import":
+            await self.bulk_import(memories, Path(env["MCP_MEMORY_DB"]), cache)
         self.client = Client(StdioServerParameters(command=command, env=env))
         await self.client.__aenter__()
-        started = time.perf_counter()
-        for corpus_id, text, category in memories:
+        for corpus_id, text, category in memories if self.load == "remember" else ():
             result = await self.client.call_tool("remember", {"content": text[:2000], "category": category})
             if result.is_error or result.structured_content is None:
                 raise RuntimeError(f"remember failed for {corpus_id}: {result.content}")
@@ -379,6 +390,20 @@ class OursTools:
         self.remember_seconds = time.perf_counter() - started
         if self.semantic_wait:
             self.embed_wait = await wait_for_embedding(self.client, require=self.semantic_wait == "require")
+
+    async def bulk_import(self, memories: Memories, db: Path, cache: Path) -> None:
+        """The product's bulk import (what the import tool and CLI run) into the SQLite file,
+        before the server starts: much faster than one `remember` call per memory, no merging.
+        The import itself never embeds; the server's background worker does once it starts."""
+        config = Config.from_env({}, db_path=str(db), cache_dir=cache).with_changes(semantic="off")
+        segmenter = Segmenter(cache)
+        async with Store(config, segmenter) as store:
+            ours = await MemoryService(store).import_memories(
+                [{"content": text[:2000], "category": category} for _, text, category in memories]
+            )
+        self.actions["imported"] += len(ours)
+        for our_id, (corpus_id, _, _) in zip(ours, memories, strict=True):
+            self.ids.setdefault(our_id, []).append(corpus_id)
 
     async def search(self, query: str, k: int) -> list[str]:
         result = await self.client.call_tool("recall", {"query": query[:2000], "limit": k})
