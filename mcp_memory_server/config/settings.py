@@ -160,11 +160,21 @@ class Recall(Settings):
     cosine_low: Unit = 0.78
     cosine_high: Unit = 0.9
     semantic_share: Unit = 0.5
+    semantic_candidates: Count = 50  # nearest memories in meaning that join the keyword candidates
+    query_embedding: Literal["question", "whole"] = "question"  # a query's last sentence, or all of it
+    # Added to the cosine of a query and a memory written in different scripts (CJK and Latin):
+    # the model scores such a pair about 0.07 lower than one in a single language, so without it
+    # a question in one language ranks every memory in its own language first.
+    cross_language: Annotated[float, Field(ge=0, le=0.5)] = 0.05
     use_floor: Unit = 0.5  # relevance from which a returned memory counts as used
     frequency_scale: Count = 10  # uses at which the frequency part reaches 1 (cleanup keeps a memory at 10)
     floor: Annotated[
         Unit, Env("MCP_MEMORY_RECALL_FLOOR", "Relevance (0-1) below which recall leaves a memory out.")
     ] = 0.1  # the highest that costs no development-half R@5 (BENCHMARKS.md)
+    # The floor on a relevance blended with the semantic part: the highest that costs at most
+    # .01 development-half R@5 (LoCoMo .604 -> .594, Chinese set .905 -> .899); it empties most
+    # off-topic queries, which the keyword part alone cannot tell from weak matches.
+    hybrid_floor: Unit = 0.275
     half_life_days: Annotated[
         Positive, Env("MCP_MEMORY_HALF_LIFE_DAYS", "Half-life of the recency score, in days since last access.")
     ] = 7.0

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
+
+import anyio
 
 from ..config.config import Config
 from ..models import RecallResult, Stage
@@ -21,7 +24,10 @@ __all__ = [
     "Scored",
     "TermPlan",
     "extract_keywords",
+    "floor_of",
+    "is_chinese",
     "plan_terms",
+    "question_text",
     "recall",
     "relevance",
     "score_candidates",
@@ -174,10 +180,27 @@ def plan_terms(
     )
 
 
+# Kana, CJK ideographs and Hangul (the scripts the multilingual model scores apart from Latin ones).
+_CJK_CHAR = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+_LATIN_WORD = re.compile(r"[A-Za-z]+")
+
+
+def is_chinese(text: str) -> bool:
+    """Whether a text is written mostly in CJK: its CJK characters outnumber its Latin words."""
+    return len(_CJK_CHAR.findall(text)) > len(_LATIN_WORD.findall(text))
+
+
 def semantic_part(cosine: float, config: Config) -> float:
     """A cosine on the fixed 0-1 scale of `cosine_low`..`cosine_high`, clipped."""
     low, high = config.recall.cosine_low, config.recall.cosine_high
     return min(1.0, max(0.0, (cosine - low) / (high - low))) if high > low else float(cosine >= high)
+
+
+def floor_of(blended: bool, config: Config) -> float:
+    """The relevance a memory needs to be returned: `hybrid_floor` for a relevance blended with
+    the semantic part (calibrated on it), `floor` for the keyword part alone (keyword-only recall,
+    memories not embedded yet)."""
+    return config.recall.hybrid_floor if blended else config.recall.floor
 
 
 def relevance(keyword: float, semantic: float | None, config: Config) -> float:
@@ -196,6 +219,7 @@ def score_candidates(
     topic_terms: Sequence[str] = (),
     full: float = 1.0,
     cosines: Mapping[int, float] | None = None,
+    query_chinese: bool | None = None,
 ) -> list[Scored]:
     """Stage 3: the weighted sum of SPEC 3.3 with its parts, sorted best first (stage 4).
     `keyword` is the candidate's raw score over `full`, clipped to 1: an absolute scale, never
@@ -211,6 +235,8 @@ def score_candidates(
         r = cand.row
         keyword = min(1.0, cand.raw / full) if full > 0 else 0.0
         cosine = cosines.get(r.seq) if cosines is not None else None
+        if cosine is not None and query_chinese is not None and is_chinese(r.content) != query_chinese:
+            cosine += config.recall.cross_language
         semantic = None if cosine is None else semantic_part(cosine, config)
         relevant = relevance(keyword, semantic, config)
         category = config.recall.category_weight(r.category)
@@ -235,6 +261,18 @@ def score_candidates(
     return scored
 
 
+@dataclass(slots=True)
+class _Keywords:
+    """What the keyword stages found for a query (stages 1-2)."""
+
+    terms: list[str]
+    topic_terms: list[str]
+    active: str | None  # a session recalled with that is still going on
+    searched: bool  # the query had words to search
+    plan: TermPlan
+    candidates: list[Candidate]
+
+
 async def recall(
     store: Store,
     config: Config,
@@ -247,12 +285,78 @@ async def recall(
     now: datetime | None = None,
     track_access: bool = True,
 ) -> RecallResult:
-    """Run all four stages and record the access of what is returned."""
+    """Run all four stages and record the access of what is returned. In hybrid recall the
+    query's embedding is computed in a worker thread while the keyword stages run."""
     now = now or utcnow()
+    vectors: list[object] = []
+    if store.encoder is None or store.vector_model is None:
+        found = await _keyword_stages(store, config, query, category, tags, session_id, now, track_access)
+    else:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_embed, store, config, query, vectors)
+            found = await _keyword_stages(store, config, query, category, tags, session_id, now, track_access)
+    if not found.searched and not vectors:
+        return RecallResult(query=query, keywords=found.terms, stage="none", hits=[], note=_NO_KEYWORDS)
+    stage: Stage = "keyword"
+    plan, candidates = found.plan, found.candidates
+    full = plan.full
+    cosines: dict[int, float] | None = None
+    if vectors:
+        # Hybrid: the keyword candidates and the nearest in meaning, each scored on both parts
+        # (memories without a vector yet on keywords alone).
+        stage = "hybrid"
+        cosines = await _cosines(store, vectors, config.recall.semantic_candidates)
+        have = {c.row.seq for c in candidates}
+        candidates = candidates + await store.candidates([seq for seq in cosines if seq not in have], category, tags)
+        missing = [seq for seq in have if seq not in cosines]
+        for vector in vectors if missing else []:
+            for seq, cosine in (await store.vector_scores(vector, missing)).items():
+                cosines[seq] = max(cosine, cosines.get(seq, -1.0))
+    if not candidates and plan.like:
+        stage = "like"
+        candidates = await store.search_like(plan.like, config.recall.candidate_limit, category, tags)
+        full = 1.0  # the LIKE stage's raw score is already the share of keywords found
+    shown = plan.keywords or found.terms
+    if not candidates:
+        return RecallResult(query=query, keywords=shown, stage="none", hits=[], note=_NOTHING_MATCHED)
+    across = cosines is not None and config.recall.cross_language > 0
+    chinese = is_chinese(query) if across else None
+    scored = score_candidates(candidates, config, now, found.topic_terms, full, cosines, chinese)
+    top = [s for s in scored if s.relevance >= floor_of(s.parts[1] is not None, config)][:limit]
+    if not top:
+        return RecallResult(query=query, keywords=shown, stage="none", hits=[], note=_BELOW_FLOOR)
+    if track_access:
+        # A use is a hit that matched: memories shown beside it do not gain from being shown.
+        used = [s.candidate.row.seq for s in top if s.relevance >= config.recall.use_floor]
+        store.touch(used, now, found.active)
+    return RecallResult.model_validate(
+        {"query": query, "keywords": shown, "stage": stage, "hits": [s.hit() for s in top], "note": None}
+    )
+
+
+async def _cosines(store: Store, vectors: Sequence[object], limit: int) -> dict[int, float]:
+    """The nearest memories of each query vector, with the best cosine of any."""
+    cosines: dict[int, float] = {}
+    for vector in vectors:
+        for seq, cosine in await store.vector_search(vector, limit):
+            cosines[seq] = max(cosine, cosines.get(seq, -1.0))
+    return cosines
+
+
+async def _keyword_stages(
+    store: Store,
+    config: Config,
+    query: str,
+    category: str | None,
+    tags: Sequence[str] | None,
+    session_id: str | None,
+    now: datetime,
+    track_access: bool,
+) -> _Keywords:
     tokens = await segment(store, query)
     terms = keywords(tokens, _MAX_QUERY_WORDS)
     topic_terms: list[str] = []
-    active: str | None = None  # a session recalled with is still going on
+    active: str | None = None
     if session_id is not None:
         session = await store.session(session_id)
         active = session_id if session is not None else None
@@ -262,42 +366,30 @@ async def recall(
             topic_all = await extract_keywords(store, session.current_topic, _TOPIC_KEYWORDS)
             topic_terms = topic_all
             terms = terms + [t for t in topic_all if t not in terms]
-    stage: Stage = "keyword"
     words, queries = weighted_queries(tokens, topic_terms, config)
-    vector = await store.embed_query(query)  # None while the semantic stage is off or loading
-    if not queries and vector is None:
-        return RecallResult(query=query, keywords=terms, stage="none", hits=[], note=_NO_KEYWORDS)
-    limit_c = config.recall.candidate_limit
     plan = TermPlan([], [], [], 0.0)
     if queries:
         live, dfs = await store.document_frequencies(queries)
         plan = plan_terms(queries, words, dfs, live, config)
+    limit_c = config.recall.candidate_limit
     candidates = await store.search_index(plan.queries, limit_c, category, tags) if plan.queries else []
-    full = plan.full
-    cosines: dict[int, float] | None = None
+    return _Keywords(terms, topic_terms, active, bool(queries), plan, candidates)
+
+
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])|\n+")
+
+
+def question_text(query: str) -> str:
+    """A query's last sentence, its question (the context before it is not embedded with it)."""
+    parts = [p.strip() for p in _SENTENCE_BREAK.split(query)]
+    return next((p for p in reversed(parts) if p), query)
+
+
+async def _embed(store: Store, config: Config, query: str, out: list[object]) -> None:
+    """The query's vector (none while the semantic stage is off or loading): of its question
+    alone by default, as context sentences embedded with it pull the vector away from what is
+    asked (measured: embedding the whole query, or the better of both, did worse on long queries)."""
+    text = question_text(query) if config.recall.query_embedding == "question" else query
+    vector = await store.embed_query(text)
     if vector is not None:
-        # Hybrid: the keyword candidates and the nearest in meaning, each scored on both parts
-        # (memories without a vector yet on keywords alone).
-        stage = "hybrid"
-        cosines = dict(await store.vector_search(vector, limit_c))
-        have = {c.row.seq for c in candidates}
-        candidates += await store.candidates([seq for seq in cosines if seq not in have], category, tags)
-        missing = [seq for seq in have if seq not in cosines]
-        cosines.update(await store.vector_scores(vector, missing) if missing else {})
-    if not candidates and plan.like:
-        stage = "like"
-        candidates = await store.search_like(plan.like, limit_c, category, tags)
-        full = 1.0  # the LIKE stage's raw score is already the share of keywords found
-    shown = plan.keywords or terms
-    if not candidates:
-        return RecallResult(query=query, keywords=shown, stage="none", hits=[], note=_NOTHING_MATCHED)
-    scored = score_candidates(candidates, config, now, topic_terms, full, cosines)
-    top = [s for s in scored if s.relevance >= config.recall.floor][:limit]
-    if not top:
-        return RecallResult(query=query, keywords=shown, stage="none", hits=[], note=_BELOW_FLOOR)
-    if track_access:
-        # A use is a hit that matched: memories shown beside it do not gain from being shown.
-        store.touch([s.candidate.row.seq for s in top if s.relevance >= config.recall.use_floor], now, active)
-    return RecallResult.model_validate(
-        {"query": query, "keywords": shown, "stage": stage, "hits": [s.hit() for s in top], "note": None}
-    )
+        out.append(vector)

@@ -189,3 +189,75 @@ async def test_the_breakdown_has_a_semantic_part_across_languages(e5_service: Me
     city = await e5_service.recall(query="Which city does the user live in? Hangzhou?", track_access=False)
     by_id = {h.id: h for h in city.hits}
     assert late.id in by_id and by_id[late.id].breakdown.semantic is None  # keyword scores alone
+
+
+# Hand-written pairs across languages: (memory, a question in the other language that it answers).
+ZH_MEMORIES_EN_QUESTIONS = [
+    ("我对花生过敏，吃了会起疹子", "What am I allergic to?"),
+    ("用户住在杭州西湖区，离公司很近", "Which city do I live in?"),
+    ("女儿的生日是五月十二日", "When is my daughter's birthday?"),
+    ("我每天早上喝一杯不加糖的黑咖啡", "What do I drink every morning?"),
+    ("我开的是一辆白色的特斯拉", "What car do I drive?"),
+    ("我在一家芯片设计公司当软件工程师", "What is my job?"),
+]
+EN_MEMORIES_ZH_QUESTIONS = [
+    ("The user's dog is a golden retriever named Biscuit", "我的狗叫什么名字"),
+    ("I play tennis every Saturday morning with my neighbour", "我周末做什么运动"),
+    ("My passport expires in March 2027", "我的护照什么时候过期"),
+    ("The user is learning to play the cello", "我在学什么乐器"),
+    ("My brother works as a nurse in Toronto", "我哥哥是做什么工作的"),
+    ("I always book a window seat on long flights", "坐飞机我喜欢什么座位"),
+]
+
+
+async def _embedded(service: MemoryService) -> dict[str, str]:
+    """The everyday memories and both pair lists stored and embedded by the real worker; memory
+    text -> id."""
+    texts = [m for m, _ in [*ZH_MEMORIES_EN_QUESTIONS, *EN_MEMORIES_ZH_QUESTIONS]]
+    ids = await _fill(service, texts)
+    assert await EmbeddingWorker(service.store, _stage(service.store.config)).catch_up()
+    return dict(zip([*EVERYDAY, *texts], ids, strict=True))
+
+
+@pytest.mark.parametrize(
+    "pairs",
+    [ZH_MEMORIES_EN_QUESTIONS, EN_MEMORIES_ZH_QUESTIONS],
+    ids=["en-question-zh-memory", "zh-question-en-memory"],
+)
+async def test_a_question_in_one_language_finds_the_memory_written_in_the_other(
+    e5_service: MemoryService, pairs: list[tuple[str, str]]
+) -> None:
+    by_text = await _embedded(e5_service)
+    ranks: dict[str, int] = {}
+    for memory, question in pairs:
+        found = await e5_service.recall(query=question, limit=10, track_access=False)
+        assert found.stage == "hybrid", question
+        ids = [h.id for h in found.hits]
+        assert by_text[memory] in ids, (question, [h.content for h in found.hits])
+        ranks[question] = ids.index(by_text[memory])
+        hit = found.hits[ranks[question]]
+        # No shared word: the semantic part found it, and the breakdown says so.
+        assert hit.breakdown.semantic is not None and hit.breakdown.semantic > hit.breakdown.keyword
+    # Every one in the top 10, at least 5 of the 6 in the top 5 (the model still ranks some
+    # memories of the question's own language first).
+    assert sum(rank < 5 for rank in ranks.values()) >= 5, ranks
+
+
+# Off-topic queries that share no word with any stored memory, in both languages.
+OFF_TOPIC = [
+    "How do I rebalance a red-black tree after deleting a node?",
+    "What is the boiling point of tungsten?",
+    "唐朝的首都是哪座城市",
+    "火山爆发的原理是什么",
+]
+
+
+async def test_hybrid_recall_returns_nothing_for_off_topic_queries(e5_service: MemoryService) -> None:
+    by_text = await _embedded(e5_service)
+    for query in OFF_TOPIC:
+        found = await e5_service.recall(query=query, track_access=False)
+        assert found.hits == [] and found.stage == "none" and found.note, (query, [h.content for h in found.hits])
+    # The same store still answers what it holds, in either language.
+    for memory, question in [ZH_MEMORIES_EN_QUESTIONS[0], EN_MEMORIES_ZH_QUESTIONS[0]]:
+        answered = await e5_service.recall(query=question, limit=3, track_access=False)
+        assert by_text[memory] in [h.id for h in answered.hits], question
