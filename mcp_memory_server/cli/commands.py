@@ -382,6 +382,8 @@ async def _search(config: Config, args: argparse.Namespace) -> int:
     async with Store(config, Segmenter(config.cache_dir)) as store:
         # With the semantic stage on, the stored vectors are searched too. A few memories no
         # server has embedded yet are embedded first; more are found by their keywords alone.
+        # A one-off search waits for jieba's dictionary (a server answers from bigrams meanwhile).
+        await store.segmenter.wait()
         worker = EmbeddingWorker(store, semantic_stage(config))
         if await worker.attach():
             model = worker.stage.model_id or ""

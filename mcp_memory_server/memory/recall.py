@@ -322,7 +322,14 @@ async def recall(
     across = cosines is not None and config.recall.cross_language > 0
     chinese = is_chinese(query) if across else None
     scored = score_candidates(candidates, config, now, found.topic_terms, full, cosines, chinese)
-    top = [s for s in scored if s.relevance >= floor_of(s.parts[1] is not None, config)][:limit]
+    # While jieba's dictionary loads, a query's bigrams across word boundaries (我喝, 么咖) match
+    # nothing and make a full match look weak: no floor on the keyword part until it is ready.
+    lenient = store.segmenter.state != "ready"
+    top = [
+        s
+        for s in scored
+        if s.relevance >= (0.0 if lenient and s.parts[1] is None else floor_of(s.parts[1] is not None, config))
+    ][:limit]
     if not top:
         return RecallResult(query=query, keywords=shown, stage="none", hits=[], note=_BELOW_FLOOR)
     if track_access:
