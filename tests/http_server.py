@@ -54,7 +54,7 @@ def http_server(
     db = tmp_path / "http.db"
     served = Served(f"http://127.0.0.1:{port}/mcp", port, db, tmp_path / "stderr.log", tmp_path / "stdout.log")
     # At the server's defaults (the semantic stage on where installed), as a user's client starts it.
-    environ = wire.environ(MCP_MEMORY_DB=str(db), MCP_MEMORY_CACHE_DIR=str(cache_dir), **(env or {}))
+    environ = {**wire.environ(MCP_MEMORY_DB=str(db), MCP_MEMORY_CACHE_DIR=str(cache_dir)), **(env or {})}
     with served.stderr.open("w") as err, served.stdout.open("w") as out:
         proc = subprocess.Popen(
             [command(), "--transport", "http", "--port", str(port), *args], stdout=out, stderr=err, env=environ

@@ -36,6 +36,8 @@ __all__ = [
 ]
 
 _TOPIC_KEYWORDS = 5
+_MAX_EMBEDDED_CHARS = 200  # of a query, given to the embedding model (its cost grows with the square of the length)
+_FLOOR_MIN_MEMORIES = 20  # the keyword floor applies from this many memories on (see recall)
 # Distinct words read from one query: a 2,000-character query has a few hundred; the bound only
 # keeps the work linear in the query's length whatever it holds.
 _MAX_QUERY_WORDS = 1000
@@ -116,6 +118,7 @@ class TermPlan:
     keywords: list[str]  # the searched keywords, in the query's order
     like: list[str]  # keywords for the substring fallback
     full: float  # BM25 of a memory holding the query's `score_terms` strongest terms once each
+    memories: int = 0  # memories in the store when the plan was made
 
 
 def weighted_queries(
@@ -177,6 +180,7 @@ def plan_terms(
         # The substring fallback looks for the strongest keywords, the store's unknown ones too.
         like=[w for i in by_strength if (w := words[i]) is not None][: r.max_keywords],
         full=full,
+        memories=live,
     )
 
 
@@ -322,9 +326,11 @@ async def recall(
     across = cosines is not None and config.recall.cross_language > 0
     chinese = is_chinese(query) if across else None
     scored = score_candidates(candidates, config, now, found.topic_terms, full, cosines, chinese)
-    # While jieba's dictionary loads, a query's bigrams across word boundaries (我喝, 么咖) match
-    # nothing and make a full match look weak: no floor on the keyword part until it is ready.
-    lenient = store.segmenter.state != "ready"
+    # No floor on the keyword part while jieba's dictionary loads (a query's bigrams across word
+    # boundaries, 我喝 and 么咖, match nothing and make a full match look weak), nor in a store of a
+    # few memories: there every matched term is common (a word in 1 memory of 1 has an idf of 0.29,
+    # a word the store lacks 1.39), so one unknown word in a query would hide an exact match.
+    lenient = store.segmenter.state != "ready" or found.plan.memories < _FLOOR_MIN_MEMORIES
     top = [
         s
         for s in scored
@@ -397,6 +403,9 @@ async def _embed(store: Store, config: Config, query: str, out: list[object]) ->
     alone by default, as context sentences embedded with it pull the vector away from what is
     asked (measured: embedding the whole query, or the better of both, did worse on long queries)."""
     text = question_text(query) if config.recall.query_embedding == "question" else query
-    vector = await store.embed_query(text)
+    # A question is short; a long sentence costs the model time that grows with the square of its
+    # length (200 characters: 0.2-0.6 s on one core, 500: 2.5 s). Its end is kept: the question
+    # comes last.
+    vector = await store.embed_query(text[-_MAX_EMBEDDED_CHARS:])
     if vector is not None:
         out.append(vector)

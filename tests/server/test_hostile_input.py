@@ -43,6 +43,7 @@ from mcp_types import (
 )
 
 from mcp_memory_server.config import Config
+from mcp_memory_server.memory.embedding import EmbeddingWorker
 from mcp_memory_server.server import build_server
 from mcp_memory_server.server.app import CURRENT
 from mcp_memory_server.store import Store
@@ -142,13 +143,31 @@ class Harness:
     db: sqlite3.Connection
     tools: dict[str, Tool]
     errors: _Errors
+    embedding: EmbeddingWorker | None
     validators: dict[str, Draft202012Validator] = field(default_factory=dict)
     tally: Counter[str] = field(default_factory=Counter)
 
+    async def _embedded(self) -> bool:
+        """The background worker has nothing left to write (no stage, or every memory embedded)."""
+        worker = self.embedding
+        if worker is None or worker.stage.state in ("off", "failed"):
+            return True
+        if worker.stage.state == "loading" or worker.busy:
+            return False
+        progress = await self.store.vector_progress(worker.stage.model_id or "")
+        return progress.embedded >= progress.total
+
     async def snapshot(self) -> tuple[int, dict[str, tuple[int, int]]]:
         """SQLite's data_version (changes when another connection commits) and each table's row
-        count and largest rowid, after writing the access statistics recall leaves pending."""
+        count and largest rowid, after writing the access statistics recall leaves pending and
+        once the semantic stage's background worker has embedded every memory (its own commits
+        are not the call's)."""
         await self.store.flush()
+        with anyio.fail_after(120):
+            for _ in range(100_000):  # polled: the worker signals nothing a test could wait on
+                if await self._embedded():
+                    break
+                await anyio.sleep(0.05)
         version = self.db.execute("PRAGMA data_version").fetchone()[0]
         tables = {t: self.db.execute(f"SELECT count(*), coalesce(max(rowid), 0) FROM {t}").fetchone() for t in TABLES}
         return version, tables
@@ -177,11 +196,12 @@ async def _harness(
 ) -> AsyncIterator[Harness]:
     """A server on a fresh database with the seeds stored, and a client to it."""
     server = build_server(_config(tmp_path, cache_dir), segmenter)
-    opened: list[Store] = []
+    opened: list[Any] = []
 
-    async def capture(ctx: Any, call_next: Any) -> Any:  # the server's store, to flush it
+    async def capture(ctx: Any, call_next: Any) -> Any:  # the server's store (to flush it) and worker
         if not opened:
-            opened.append(CURRENT.get().store)
+            current = CURRENT.get()
+            opened.append((current.store, current.embedding))
         return await call_next(ctx)
 
     server.middleware.append(capture)
@@ -196,7 +216,7 @@ async def _harness(
             db = sqlite3.connect(f"file:{tmp_path / 'memory.db'}?mode=ro", uri=True, isolation_level=None)
             tools = {t.name: t for t in (await client.list_tools()).tools}
             assert set(tools) == TOOLS
-            h = Harness(client=client, store=opened[0], db=db, tools=tools, errors=errors)
+            h = Harness(client=client, store=opened[0][0], db=db, tools=tools, errors=errors, embedding=opened[0][1])
             before = await h.snapshot()  # the instrument sees a write: a rejected call is not vacuous
             await client.call_tool("remember", {"content": "快照能看到写入", "category": "note"})
             assert await h.snapshot() != before
