@@ -185,17 +185,19 @@ class Harness:
         assert before == after, f"{what} was rejected but wrote to the database: {before} -> {after}"
 
 
-def _config(tmp_path: Path, cache_dir: Path) -> Config:
+def _config(tmp_path: Path, cache_dir: Path, semantic: str = "auto") -> Config:
     # Maintenance runs once at start (before the seeds are stored), never during the calls.
-    return Config.from_env({}, db_path=tmp_path / "memory.db", cache_dir=cache_dir, maintenance_minutes=0)
+    return Config.from_env(
+        {}, db_path=tmp_path / "memory.db", cache_dir=cache_dir, maintenance_minutes=0, semantic=semantic
+    )
 
 
 @asynccontextmanager
 async def _harness(
-    tmp_path: Path, cache_dir: Path, segmenter: Segmenter, **client_options: Any
+    tmp_path: Path, cache_dir: Path, segmenter: Segmenter, semantic: str = "auto", **client_options: Any
 ) -> AsyncIterator[Harness]:
     """A server on a fresh database with the seeds stored, and a client to it."""
-    server = build_server(_config(tmp_path, cache_dir), segmenter)
+    server = build_server(_config(tmp_path, cache_dir, semantic), segmenter)
     opened: list[Any] = []
 
     async def capture(ctx: Any, call_next: Any) -> Any:  # the server's store (to flush it) and worker
@@ -228,6 +230,16 @@ async def _harness(
 
 @pytest.fixture
 async def harness(tmp_path: Path, cache_dir: Path, segmenter: Segmenter) -> AsyncIterator[Harness]:
+    """The explorations' server, with the semantic stage off: each of their thousands of calls
+    would wait for the background embedding before its snapshot. Hostile text reaching the model
+    is the million-character test's, which runs at the defaults (`default_harness`)."""
+    async with _harness(tmp_path, cache_dir, segmenter, semantic="off") as h:
+        await h.client.call_tool("extract", {"user_message": "我喜欢喝拿铁", "session_id": "s1"})
+        yield h
+
+
+@pytest.fixture
+async def default_harness(tmp_path: Path, cache_dir: Path, segmenter: Segmenter) -> AsyncIterator[Harness]:
     async with _harness(tmp_path, cache_dir, segmenter) as h:
         await h.client.call_tool("extract", {"user_message": "我喜欢喝拿铁", "session_id": "s1"})
         yield h
@@ -508,7 +520,8 @@ def _huge_variants(tool: Tool) -> Iterator[dict[str, Any]]:
 
 
 @pytest.mark.timeout(300)
-async def test_million_character_strings_in_every_argument_answer_promptly(harness: Harness) -> None:
+async def test_million_character_strings_in_every_argument_answer_promptly(default_harness: Harness) -> None:
+    harness = default_harness
     h = harness
     for tool in h.tools.values():
         for args in _huge_variants(tool):
