@@ -200,11 +200,13 @@ def semantic_part(cosine: float, config: Config) -> float:
     return min(1.0, max(0.0, (cosine - low) / (high - low))) if high > low else float(cosine >= high)
 
 
-def floor_of(blended: bool, config: Config) -> float:
+def floor_of(blended: bool, config: Config, lenient: bool = False) -> float:
     """The relevance a memory needs to be returned: `hybrid_floor` for a relevance blended with
     the semantic part (calibrated on it), `floor` for the keyword part alone (keyword-only recall,
-    memories not embedded yet)."""
-    return config.recall.hybrid_floor if blended else config.recall.floor
+    memories not embedded yet), none for the keyword part alone when `lenient`."""
+    if blended:
+        return config.recall.hybrid_floor
+    return 0.0 if lenient else config.recall.floor
 
 
 def relevance(keyword: float, semantic: float | None, config: Config) -> float:
@@ -331,11 +333,7 @@ async def recall(
     # few memories: there every matched term is common (a word in 1 memory of 1 has an idf of 0.29,
     # a word the store lacks 1.39), so one unknown word in a query would hide an exact match.
     lenient = store.segmenter.state != "ready" or found.plan.memories < _FLOOR_MIN_MEMORIES
-    top = [
-        s
-        for s in scored
-        if s.relevance >= (0.0 if lenient and s.parts[1] is None else floor_of(s.parts[1] is not None, config))
-    ][:limit]
+    top = [s for s in scored if s.relevance >= floor_of(s.parts[1] is not None, config, lenient)][:limit]
     if not top:
         return RecallResult(query=query, keywords=shown, stage="none", hits=[], note=_BELOW_FLOOR)
     if track_access:
