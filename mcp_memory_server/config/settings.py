@@ -162,9 +162,10 @@ class Recall(Settings):
     semantic_share: Unit = 0.5
     semantic_candidates: Count = 50  # nearest memories in meaning that join the keyword candidates
     query_embedding: Literal["question", "whole"] = "question"  # a query's last sentence, or all of it
-    # Added to the cosine of a query and a memory written in different scripts (CJK and Latin):
-    # the model scores such a pair about 0.07 lower than one in a single language, so without it
-    # a question in one language ranks every memory in its own language first.
+    # Across scripts (CJK and Latin) the model scores a query and a memory lower than in one
+    # language, so a question would rank every memory in its own script first. The vector index
+    # offsets another script's cosines by how much lower the query scores that script's memories
+    # on average (index/vectors.py); this is the offset it leans to while a script has few memories.
     cross_language: Annotated[float, Field(ge=0, le=0.5)] = 0.05
     use_floor: Unit = 0.5  # relevance from which a returned memory counts as used
     frequency_scale: Count = 10  # uses at which the frequency part reaches 1 (cleanup keeps a memory at 10)

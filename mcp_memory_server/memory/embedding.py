@@ -245,9 +245,7 @@ class EmbeddingWorker:
             except Exception as exc:
                 self.stage.fail(f"the embedding model failed: {type(exc).__name__}: {exc}")
                 return False
-            self.embedded += await self.store.write_vectors(
-                embedder.model_id, [(p.seq, p.content_hash) for p in pending], vectors
-            )
+            self.embedded += await self.store.write_vectors(embedder.model_id, pending, vectors)
         finally:
             self.busy = False
         await anyio.lowlevel.checkpoint()  # writers waiting for the store go first

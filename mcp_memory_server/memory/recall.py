@@ -8,7 +8,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import anyio
 
@@ -18,6 +18,7 @@ from ..store.rows import Candidate, MemoryRow, memory_id, utcnow
 from ..store.store import Store
 from ..text.keyword_query import KeywordQuery
 from ..text.provisional import provisional_tokens
+from ..text.scripts import script_of
 from ..text.tokens import char_queries, keyword_query, keywords, normalize, sentences
 
 __all__ = [
@@ -25,7 +26,6 @@ __all__ = [
     "TermPlan",
     "extract_keywords",
     "floor_of",
-    "is_chinese",
     "plan_terms",
     "question_text",
     "recall",
@@ -184,16 +184,6 @@ def plan_terms(
     )
 
 
-# Kana, CJK ideographs and Hangul (the scripts the multilingual model scores apart from Latin ones).
-_CJK_CHAR = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
-_LATIN_WORD = re.compile(r"[A-Za-z]+")
-
-
-def is_chinese(text: str) -> bool:
-    """Whether a text is written mostly in CJK: its CJK characters outnumber its Latin words."""
-    return len(_CJK_CHAR.findall(text)) > len(_LATIN_WORD.findall(text))
-
-
 def semantic_part(cosine: float, config: Config) -> float:
     """A cosine on the fixed 0-1 scale of `cosine_low`..`cosine_high`, clipped."""
     low, high = config.recall.cosine_low, config.recall.cosine_high
@@ -225,7 +215,6 @@ def score_candidates(
     topic_terms: Sequence[str] = (),
     full: float = 1.0,
     cosines: Mapping[int, float] | None = None,
-    query_chinese: bool | None = None,
 ) -> list[Scored]:
     """Stage 3: the weighted sum of SPEC 3.3 with its parts, sorted best first (stage 4).
     `keyword` is the candidate's raw score over `full`, clipped to 1: an absolute scale, never
@@ -241,8 +230,6 @@ def score_candidates(
         r = cand.row
         keyword = min(1.0, cand.raw / full) if full > 0 else 0.0
         cosine = cosines.get(r.seq) if cosines is not None else None
-        if cosine is not None and query_chinese is not None and is_chinese(r.content) != query_chinese:
-            cosine += config.recall.cross_language
         semantic = None if cosine is None else semantic_part(cosine, config)
         relevant = relevance(keyword, semantic, config)
         category = config.recall.category_weight(r.category)
@@ -294,7 +281,7 @@ async def recall(
     """Run all four stages and record the access of what is returned. In hybrid recall the
     query's embedding is computed in a worker thread while the keyword stages run."""
     now = now or utcnow()
-    vectors: list[object] = []
+    vectors: list[_QueryVector] = []
     if store.encoder is None or store.vector_model is None:
         found = await _keyword_stages(store, config, query, category, tags, session_id, now, track_access)
     else:
@@ -311,13 +298,18 @@ async def recall(
         # Hybrid: the keyword candidates and the nearest in meaning, each scored on both parts
         # (memories without a vector yet on keywords alone).
         stage = "hybrid"
-        cosines = await _cosines(store, vectors, config.recall.semantic_candidates)
+        # Cosines across scripts are offset to compare with the query's own (index/vectors.py),
+        # so an English question reaches Chinese memories and the reverse.
+        query_vector, prior = vectors[0], config.recall.cross_language
+        found_near = await store.vector_search(
+            query_vector.vector, config.recall.semantic_candidates, query_vector.script, prior
+        )
+        cosines = {near.seq: near.cosine for near in found_near}
         have = {c.row.seq for c in candidates}
         candidates = candidates + await store.candidates([seq for seq in cosines if seq not in have], category, tags)
         missing = [seq for seq in have if seq not in cosines]
-        for vector in vectors if missing else []:
-            for seq, cosine in (await store.vector_scores(vector, missing)).items():
-                cosines[seq] = max(cosine, cosines.get(seq, -1.0))
+        if missing:
+            cosines.update(await store.vector_scores(query_vector.vector, missing, query_vector.script, prior))
     if not candidates and plan.like:
         stage = "like"
         candidates = await store.search_like(plan.like, config.recall.candidate_limit, category, tags)
@@ -325,9 +317,7 @@ async def recall(
     shown = plan.keywords or found.terms
     if not candidates:
         return RecallResult(query=query, keywords=shown, stage="none", hits=[], note=_NOTHING_MATCHED)
-    across = cosines is not None and config.recall.cross_language > 0
-    chinese = is_chinese(query) if across else None
-    scored = score_candidates(candidates, config, now, found.topic_terms, full, cosines, chinese)
+    scored = score_candidates(candidates, config, now, found.topic_terms, full, cosines)
     # No floor on the keyword part while jieba's dictionary loads (a query's bigrams across word
     # boundaries, 我喝 and 么咖, match nothing and make a full match look weak), nor in a store of a
     # few memories: there every matched term is common (a word in 1 memory of 1 has an idf of 0.29,
@@ -343,15 +333,6 @@ async def recall(
     return RecallResult.model_validate(
         {"query": query, "keywords": shown, "stage": stage, "hits": [s.hit() for s in top], "note": None}
     )
-
-
-async def _cosines(store: Store, vectors: Sequence[object], limit: int) -> dict[int, float]:
-    """The nearest memories of each query vector, with the best cosine of any."""
-    cosines: dict[int, float] = {}
-    for vector in vectors:
-        for seq, cosine in await store.vector_search(vector, limit):
-            cosines[seq] = max(cosine, cosines.get(seq, -1.0))
-    return cosines
 
 
 async def _keyword_stages(
@@ -396,7 +377,14 @@ def question_text(query: str) -> str:
     return next((p for p in reversed(parts) if p), query)
 
 
-async def _embed(store: Store, config: Config, query: str, out: list[object]) -> None:
+class _QueryVector(NamedTuple):
+    """The embedded query and the script group of the text embedded (text/scripts.py)."""
+
+    vector: object
+    script: int
+
+
+async def _embed(store: Store, config: Config, query: str, out: list[_QueryVector]) -> None:
     """The query's vector (none while the semantic stage is off or loading): of its question
     alone by default, as context sentences embedded with it pull the vector away from what is
     asked (measured: embedding the whole query, or the better of both, did worse on long queries)."""
@@ -404,6 +392,7 @@ async def _embed(store: Store, config: Config, query: str, out: list[object]) ->
     # A question is short; a long sentence costs the model time that grows with the square of its
     # length (200 characters: 0.2-0.6 s on one core, 500: 2.5 s). Its end is kept: the question
     # comes last.
-    vector = await store.embed_query(text[-_MAX_EMBEDDED_CHARS:])
+    embedded = text[-_MAX_EMBEDDED_CHARS:]
+    vector = await store.embed_query(embedded)
     if vector is not None:
-        out.append(vector)
+        out.append(_QueryVector(vector, script_of(embedded)))

@@ -100,10 +100,10 @@ class LiveVectors:
                 chunk = changed[start : start + _CHANGED_CHUNK]
                 index.remove(chunk)
                 rows = await conn.execute_fetchall(self._sql.vectors_of, (ns, model, self._sql.array(chunk)))
-                index.add_many((int(seq), bytes(blob)) for seq, blob in rows)
+                index.add_many((int(seq), bytes(blob), int(script)) for seq, blob, script in rows)
         if bounds.written > self.seen.written:
             rows = await conn.execute_fetchall(self._sql.vectors_written_since, (ns, model, self.seen.written))
-            index.add_many((int(seq), bytes(blob)) for seq, blob in rows)
+            index.add_many((int(seq), bytes(blob), int(script)) for seq, blob, script in rows)
 
     async def _build(self, conn: Conn, model: str, dim: int) -> VectorIndex:
         """Every current vector of the model, read in chunks and decoded in a worker thread."""
@@ -113,7 +113,7 @@ class LiveVectors:
             rows = await conn.execute_fetchall(self._sql.vectors_after, (self._namespace, model, last, _BUILD_CHUNK))
             if not rows:
                 break
-            items = [(int(seq), bytes(blob)) for seq, blob in rows]
+            items = [(int(seq), bytes(blob), int(script)) for seq, blob, script in rows]
             last = items[-1][0]
             del rows
             await anyio.to_thread.run_sync(index.add_many, items)

@@ -135,12 +135,12 @@ class Statements:
     # present content (the same content_hash); only current vectors are ever read.
     vector_bounds: str  # newest change, oldest change, newest `written` of memory_vectors
     vector_written_next: str  # the `written` number of the next batch of vectors
-    vector_upsert: str  # executemany (model, dim, vector, written, seq, content_hash): nothing if stale
+    vector_upsert: str  # (model, dim, vector, written, script, seq, content_hash): nothing if stale
     vectors_pending: str  # (namespace, seq, model, limit): seq, content, content_hash without a current vector
     vectors_pending_of: str  # (namespace, array(seqs), model): the same, among seqs
-    vectors_after: str  # (namespace, model, seq, limit): seq, vector of current vectors in seq order
-    vectors_of: str  # (namespace, model, array(seqs)): seq, vector of the current ones among seqs
-    vectors_written_since: str  # (namespace, model, written): seq, vector of those written after
+    vectors_after: str  # (namespace, model, seq, limit): seq, vector, script of current vectors in seq order
+    vectors_of: str  # (namespace, model, array(seqs)): seq, vector, script of the current ones among seqs
+    vectors_written_since: str  # (namespace, model, written): seq, vector, script of those written after
     vectors_current: str  # (namespace, model): how many memories have a current vector
 
     # ---- the extraction log ----------------------------------------------------------------

@@ -19,6 +19,7 @@ from ..config.config import Config
 from ..errors import StoreError
 from ..models import Memory, SessionState, Stats
 from ..text.keyword_query import KeywordQuery
+from ..text.scripts import script_of
 from ..text.segmenter import Segmenter
 from ..text.tokens import INDEX_VERSION, index_text, like_pattern
 from .access_counts import Accesses
@@ -393,23 +394,30 @@ class Store:
         vector: object = encoded[1]
         return vector
 
-    async def vector_search(self, query_vector: Any, limit: int) -> list[Nearest]:
+    async def vector_search(
+        self, query_vector: Any, limit: int, script: int | None = None, prior: float = 0.0
+    ) -> list[Nearest]:
         """The `limit` memories of this namespace whose current vectors (of the model in use,
         computed from their present content) are nearest `query_vector`, as `Nearest` (seq,
-        cosine) tuples, best first. Memories not embedded yet are absent; [] when no model is in
-        use. The index follows every process's writes (one short read when nothing changed), as
-        the keyword index does."""
+        cosine) tuples, best first. Given the query's script group (text/scripts.py), other
+        scripts' cosines are offset to compare with its own (index/vectors.py; `prior` for a
+        group of few memories). Memories not embedded yet are absent; [] when no model is in use.
+        The index follows every process's writes (one short read when nothing changed), as the
+        keyword index does."""
         async with self._vector_lock:
             index = await self._synced_vectors()
-            found = index.search(query_vector, limit) if index is not None else []
+            found = index.search(query_vector, limit, script, prior) if index is not None else []
         return [Nearest(seq, cosine) for seq, cosine in found]
 
-    async def vector_scores(self, query_vector: Any, seqs: Sequence[int]) -> dict[int, float]:
-        """The cosine of `query_vector` with each of `seqs` that has a current vector (the others
-        are left out: recall scores them by keywords alone)."""
+    async def vector_scores(
+        self, query_vector: Any, seqs: Sequence[int], script: int | None = None, prior: float = 0.0
+    ) -> dict[int, float]:
+        """The cosine of `query_vector` with each of `seqs` that has a current vector, offset
+        across scripts as `vector_search` does (the others are left out: recall scores them by
+        keywords alone)."""
         async with self._vector_lock:
             index = await self._synced_vectors()
-            return index.scores(query_vector, seqs) if index is not None else {}
+            return index.scores(query_vector, seqs, script, prior) if index is not None else {}
 
     async def vector_count(self) -> int:
         """How many memories the in-memory vector index holds (current vectors of the model in use)."""
@@ -464,29 +472,30 @@ class Store:
             total = await scalar(conn, self._sql.live_count, (self.namespace,))
         return VectorProgress(int(embedded or 0), int(total or 0))
 
-    async def write_vectors(self, model_id: str, rows: Sequence[tuple[int, str]], vectors: Any) -> int:
-        """Store the vectors of memories given as (seq, content_hash their text had when read), one
-        row of `vectors` (float32, shape (len(rows), dim), L2-normalised) each, quantised by
-        index/vectors.encode, in one short transaction; each replaces its memory's earlier vector
-        of any model. A memory deleted, archived or changed since its text was read gets none (its
-        row decides, inside the statement), so a vector never describes old content. Idempotent:
-        several processes may write the same vector. Returns how many were stored. No model runs
-        here: the vectors were computed before."""
-        if not rows:
+    async def write_vectors(self, model_id: str, texts: Sequence[PendingText], vectors: Any) -> int:
+        """Store the vectors of memories as read by `pending_vectors` (seq, content, content_hash),
+        one row of `vectors` (float32, shape (len(texts), dim), L2-normalised) each, quantised by
+        index/vectors.encode, with the script group of the text, in one short transaction; each
+        replaces its memory's earlier vector of any model. A memory deleted, archived or changed
+        since its text was read gets none (its row decides, inside the statement), so a vector
+        never describes old content. Idempotent: several processes may write the same vector.
+        Returns how many were stored. No model runs here: the vectors were computed before."""
+        if not texts:
             return 0
         from ..index.vectors import encode  # numpy: loaded with the semantic stage, not at start-up
 
         blobs = encode(vectors)
-        if len(blobs) != len(rows):
-            raise StoreError(f"{len(rows)} memories were given {len(blobs)} vectors")
+        if len(blobs) != len(texts):
+            raise StoreError(f"{len(texts)} memories were given {len(blobs)} vectors")
         dim = len(blobs[0]) - 4
+        scripts = [script_of(t.content) for t in texts]  # before the lock: no text work under it
         async with self._lock:
             try:
                 async with self._db.write() as conn:
                     written = int(await scalar(conn, self._sql.vector_written_next))
                     stored = 0
-                    for (seq, digest), blob in zip(rows, blobs, strict=True):
-                        values = (model_id, dim, blob, written, seq, digest)
+                    for text, blob, script in zip(texts, blobs, scripts, strict=True):
+                        values = (model_id, dim, blob, written, script, text.seq, text.content_hash)
                         cursor = await conn.execute(self._sql.vector_upsert, values)
                         stored += max(cursor.rowcount, 0)
             except self._db.errors as exc:

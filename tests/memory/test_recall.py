@@ -245,6 +245,59 @@ async def test_a_question_in_one_language_finds_the_memory_written_in_the_other(
     assert sum(rank < 5 for rank in ranks.values()) >= 5, ranks
 
 
+# A store written mostly in Chinese: the model scores every Chinese memory higher for a Chinese
+# question than an English memory that answers it (0.89 against 0.81 at the median on the
+# benchmark's cross-language set), so without the script offset those English memories were
+# never among the nearest.
+CHINESE_MEMORIES = [
+    "今天中午在公司楼下吃了牛肉面",
+    "周末打算去超市买点水果和牛奶",
+    "最近在看一部关于宇宙的纪录片",
+    "上个月把客厅的窗帘换成了浅灰色",
+    "妈妈下周要来家里住几天",
+    "早上地铁特别挤，差点没上去",
+    "晚上和同学视频聊了一个小时",
+    "最近睡眠不太好，常常半夜醒来",
+    "办公室新来了一个实习生，人很热情",
+    "昨天下雨，忘了带伞淋湿了",
+    "准备报名参加明年春天的半程马拉松",
+    "家里的洗衣机有点漏水，得找人修",
+    "这周的周报还没写完",
+    "朋友推荐了一家很好吃的川菜馆",
+    "孩子最近迷上了拼乐高",
+    "手机屏幕摔裂了，打算换个新的",
+    "今年夏天想去云南旅游",
+    "楼下新开了一家面包店，味道不错",
+    "最近在学做红烧肉，还没掌握火候",
+    "公司年会定在十二月中旬",
+    "周三晚上要去健身房练腿",
+    "阳台上的绿萝长得很好",
+    "最近在读一本关于心理学的书",
+    "车子该做保养了，已经开了一万公里",
+    "下个月要交房租了",
+    "老同学下周结婚，要准备红包",
+    "最近开始用番茄钟来安排工作",
+    "周日下午想去图书馆看书",
+    "家里的猫最近胃口不太好",
+    "冬天快到了，要买一件厚羽绒服",
+]
+
+
+async def test_chinese_questions_find_english_memories_in_a_mostly_chinese_store(e5_service: MemoryService) -> None:
+    texts = [m for m, _ in EN_MEMORIES_ZH_QUESTIONS]
+    ids = await _fill(e5_service, [*CHINESE_MEMORIES, *texts])
+    assert await EmbeddingWorker(e5_service.store, _stage(e5_service.store.config)).catch_up()
+    by_text = dict(zip([*EVERYDAY, *CHINESE_MEMORIES, *texts], ids, strict=True))
+    ranks = {}
+    for memory, question in EN_MEMORIES_ZH_QUESTIONS:
+        found = await e5_service.recall(query=question, limit=10, track_access=False)
+        ids_found = [h.id for h in found.hits]
+        ranks[question] = ids_found.index(by_text[memory]) if by_text[memory] in ids_found else 99
+    # Each within the first 10, most within the first 3 (without the offset one was not returned
+    # at all, below the floor; a question sharing 周末 with the everyday memories ranks lower).
+    assert all(rank < 10 for rank in ranks.values()) and sum(rank < 3 for rank in ranks.values()) >= 4, ranks
+
+
 # Off-topic queries that share no word with any stored memory, in both languages.
 OFF_TOPIC = [
     "How do I rebalance a red-black tree after deleting a node?",

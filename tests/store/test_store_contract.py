@@ -228,12 +228,15 @@ async def _script(store: Store) -> dict[str, Any]:
     pending = await store.pending_vectors(_MODEL, 0, 100)
     out["vectors_pending"] = pending
     vectors = _unit_vectors(len(pending))
-    out["vectors_written"] = await store.write_vectors(_MODEL, [(p.seq, p.content_hash) for p in pending], vectors)
+    out["vectors_written"] = await store.write_vectors(_MODEL, pending, vectors)
     out["vectors_pending_after"] = await store.pending_vectors(_MODEL, 0, 100)
     out["vectors_other_model"] = len(await store.pending_vectors("another-model", 0, 100))
     store.use_vectors(_MODEL, _DIM)
     out["vector_search"] = await store.vector_search(vectors[0], 3)
     out["vector_scores"] = await store.vector_scores(vectors[1], [p.seq for p in pending] + [424242])
+    # Across scripts: the Latin memories' cosines offset for a CJK query, the same on both backends.
+    out["vector_search_across"] = await store.vector_search(vectors[0], 5, 1, 0.05)
+    out["vector_scores_across"] = await store.vector_scores(vectors[1], [p.seq for p in pending], 0, 0.05)
     async with store.transaction() as tx:
         edited = pending[0]
         await tx.replace(
@@ -241,7 +244,7 @@ async def _script(store: Store) -> dict[str, Any]:
         )
     out["vector_search_after_edit"] = await store.vector_search(vectors[0], 3)
     out["vectors_pending_of"] = await store.pending_vectors_of(_MODEL, [p.seq for p in pending])
-    out["vectors_stale_write"] = await store.write_vectors(_MODEL, [(edited.seq, edited.content_hash)], vectors[:1])
+    out["vectors_stale_write"] = await store.write_vectors(_MODEL, [edited], vectors[:1])
     out["vector_progress"] = await store.vector_progress(_MODEL)
 
     async with store.transaction() as tx:

@@ -222,4 +222,13 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX memory_vectors_written ON memory_vectors (written)",
         ),
     ),
+    (
+        9,
+        "the script group of every vector, for recall across languages",
+        (
+            # As on SQLite (see store/sqlite/schema.py).
+            "DELETE FROM memory_vectors",
+            "ALTER TABLE memory_vectors ADD COLUMN script SMALLINT NOT NULL DEFAULT 0",
+        ),
+    ),
 )

@@ -266,10 +266,11 @@ class PgStatements(Statements):
     vector_written_next = "SELECT coalesce(max(written), 0) + 1 FROM memory_vectors"
     # The memory's row decides: a memory deleted or changed since it was read gets no vector.
     vector_upsert = (
-        "INSERT INTO memory_vectors (seq, model, dim, content_hash, vector, written)"
-        " SELECT seq, %s, %s, content_hash, %s, %s FROM memories WHERE seq = %s AND content_hash = %s"
+        "INSERT INTO memory_vectors (seq, model, dim, content_hash, vector, written, script)"
+        " SELECT seq, %s, %s, content_hash, %s, %s, %s FROM memories WHERE seq = %s AND content_hash = %s"
         " ON CONFLICT (seq) DO UPDATE SET model = excluded.model, dim = excluded.dim,"
-        " content_hash = excluded.content_hash, vector = excluded.vector, written = excluded.written"
+        " content_hash = excluded.content_hash, vector = excluded.vector, written = excluded.written,"
+        " script = excluded.script"
     )
     _NO_VECTOR = (
         " AND NOT EXISTS (SELECT 1 FROM memory_vectors v WHERE v.seq = m.seq AND v.model = %s"
@@ -284,7 +285,7 @@ class PgStatements(Statements):
         f"{_NO_VECTOR} ORDER BY m.seq"
     )
     _CURRENT = (
-        "SELECT v.seq, v.vector FROM memory_vectors v JOIN memories m ON m.seq = v.seq"
+        "SELECT v.seq, v.vector, v.script FROM memory_vectors v JOIN memories m ON m.seq = v.seq"
         f" AND m.content_hash = v.content_hash WHERE {_M_NS} AND v.model = %s"
     )
     vectors_after = f"{_CURRENT} AND v.seq > %s ORDER BY v.seq LIMIT %s"

@@ -213,4 +213,16 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX memory_vectors_written ON memory_vectors (written)",
         ),
     ),
+    (
+        9,
+        "the script group of every vector, for recall across languages",
+        (
+            # Which script its memory's text is mostly in (text/scripts.py: 0 Latin, 1 CJK): the
+            # vector index compares cosines across scripts by group (index/vectors.py). Vectors
+            # written before it are dropped and computed again in the background (recall stays
+            # keyword-only for the memories meanwhile), since the group is read off the text.
+            "DELETE FROM memory_vectors",
+            "ALTER TABLE memory_vectors ADD COLUMN script INTEGER NOT NULL DEFAULT 0",
+        ),
+    ),
 )

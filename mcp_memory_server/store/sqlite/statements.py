@@ -271,10 +271,11 @@ class SqliteStatements(Statements):
     vector_written_next = "SELECT coalesce(max(written), 0) + 1 FROM memory_vectors"
     # The memory's row decides: a memory deleted or changed since it was read gets no vector.
     vector_upsert = (
-        "INSERT INTO memory_vectors (seq, model, dim, content_hash, vector, written)"
-        " SELECT seq, ?, ?, content_hash, ?, ? FROM memories WHERE seq = ? AND content_hash = ?"
+        "INSERT INTO memory_vectors (seq, model, dim, content_hash, vector, written, script)"
+        " SELECT seq, ?, ?, content_hash, ?, ?, ? FROM memories WHERE seq = ? AND content_hash = ?"
         " ON CONFLICT (seq) DO UPDATE SET model = excluded.model, dim = excluded.dim,"
-        " content_hash = excluded.content_hash, vector = excluded.vector, written = excluded.written"
+        " content_hash = excluded.content_hash, vector = excluded.vector, written = excluded.written,"
+        " script = excluded.script"
     )
     _NO_VECTOR = (
         " AND NOT EXISTS (SELECT 1 FROM memory_vectors v WHERE v.seq = m.seq AND v.model = ?"
@@ -290,7 +291,7 @@ class SqliteStatements(Statements):
         f"{_NO_VECTOR} ORDER BY m.seq"
     )
     _CURRENT = (
-        "SELECT v.seq, v.vector FROM memory_vectors v CROSS JOIN memories m ON m.seq = v.seq"
+        "SELECT v.seq, v.vector, v.script FROM memory_vectors v CROSS JOIN memories m ON m.seq = v.seq"
         " AND m.content_hash = v.content_hash WHERE +m.namespace = ? AND v.model = ?"
     )
     vectors_after = f"{_CURRENT} AND v.seq > ? ORDER BY v.seq LIMIT ?"
