@@ -136,7 +136,7 @@ def index_figures(real: Any, queries: Any, size: int) -> dict[str, Any]:
     start = time.perf_counter()
     index = VectorIndex("bench", corpus.shape[1])
     for i in range(0, size, 1000):  # as the store adds them: in batches
-        index.add_many(zip(range(i, min(i + 1000, size)), blobs[i : i + 1000], strict=True))
+        index.add_many((i + j, blob, 0) for j, blob in enumerate(blobs[i : i + 1000]))
     build = time.perf_counter() - start
     gc.collect()
     rss_added = _rss_kb() - rss_before
@@ -199,7 +199,7 @@ def main() -> None:
         gc.collect()
         before = _rss_kb()
         index = VectorIndex("bench", 384)
-        index.add_many(zip(range(len(blobs)), blobs, strict=True))  # as a store loads them at start
+        index.add_many((seq, blob, 0) for seq, blob in enumerate(blobs))  # as a store loads them at start
         gc.collect()
         print(json.dumps({"rss_added_mb": (_rss_kb() - before) / 1024, "nbytes_mb": index.nbytes / 2**20}))
         return
