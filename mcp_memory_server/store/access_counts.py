@@ -115,9 +115,14 @@ class Accesses:
         await self._write_pending()
 
     async def _write_pending(self) -> None:
-        if not (self._touches or self._sessions) or not self._is_open():
+        if not self._is_open():
             return
+        # The lock is taken even when nothing is pending: a write already under way (by the
+        # delayed flush, which has taken the counts) holds it, and the store's close must not
+        # shut the database under it.
         async with self._lock, self._gate.exclusive() if self._gate else nullcontext():
+            if not (self._touches or self._sessions) or not self._is_open():
+                return
             # Taken under the lock: searches that ran while it was awaited still saw these counts.
             pending, self._touches = self._touches, {}
             sessions, self._sessions = self._sessions, set()

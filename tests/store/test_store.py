@@ -3,6 +3,7 @@ transactions, the full-text index staying in sync."""
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from datetime import UTC, datetime
 
@@ -232,3 +233,39 @@ async def test_a_write_cancelled_while_it_waits_for_the_lock_leaves_no_transacti
     with sqlite3.connect(config.db_path) as check:
         stored = [row[0] for row in check.execute("SELECT content FROM memories")]
     assert stored == ["later writes still work / 之后的写入照常"]
+
+
+@pytest.mark.sqlite_only
+async def test_closing_while_the_delayed_access_write_waits_for_the_lock_loses_nothing(
+    config: Config, segmenter: Segmenter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Recall's access counts are written a moment later, in the background. If the store closes
+    while that write waits for another process's write lock, the close waits for it: the counts
+    are stored and the database is not shut under the write ("Cannot operate on a closed
+    database" in a task nobody awaits)."""
+    from mcp_memory_server.store import access_counts
+
+    monkeypatch.setattr(access_counts, "TOUCH_DELAY", 0.05)
+    store = Store(config, segmenter)
+    await store.open()
+    seq = await _insert(store, "喝咖啡 coffee in the morning")
+    failures: list[BaseException] = []
+    loop = asyncio.get_running_loop()
+    loop.set_exception_handler(lambda _loop, context: failures.append(context.get("exception") or Exception()))
+    other = sqlite3.connect(config.db_path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+    store.touch([seq], NOW)
+    await anyio.sleep(0.3)  # the delayed write has started and waits for the lock
+
+    async def release() -> None:
+        await anyio.sleep(0.3)
+        other.execute("COMMIT")
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(release)
+        await store.close()
+    other.close()
+    await anyio.sleep(0.1)
+    loop.set_exception_handler(None)
+    assert failures == []
+    assert rawdb.value(config, f"SELECT access_count FROM memories WHERE seq = {seq}") == 1
