@@ -100,7 +100,7 @@ async def rss(size: int, folder: Path) -> dict[str, float]:
         while pending := await store.pending_vectors(model, 0, 2000):
             vectors = rng.standard_normal((len(pending), embedder.dim)).astype(np.float32)
             vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-            await store.write_vectors(model, [(p.seq, p.content_hash) for p in pending], vectors)
+            await store.write_vectors(model, pending, vectors)
     before = _status(os.getpid())
     async with Store(config, Segmenter(folder)) as store:
         started = time.perf_counter()
