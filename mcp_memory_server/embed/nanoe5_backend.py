@@ -23,7 +23,7 @@ _PROBE = "你好, hello"
 # Two OpenMP threads (one where only one core is available), whose waiting threads sleep at once
 # (OMP_WAIT_POLICY=PASSIVE) instead of spinning; the environment's OMP_NUM_THREADS and
 # OMP_WAIT_POLICY win. Measured on a 2-core machine shared with other jobs (BENCHMARKS.md,
-# "Semantic stage: model threads"; each setting in a fresh process, settings interleaved, two
+# "Model threads"; each setting in a fresh process, settings interleaved, two
 # rounds; one query's p50, passages embedded per second):
 #   nothing preempting it (real-time priority): 1 thread 31-43 ms, 9-11/s; 2 threads 22-29 ms,
 #     15/s, whether waiting threads spin or sleep;
