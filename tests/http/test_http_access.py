@@ -19,6 +19,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types import ResourceUpdatedNotification
 
+from ..calls import call
 from ..http_server import Served, command, free_port, http_client, http_server
 
 pytestmark = pytest.mark.anyio
@@ -92,13 +93,6 @@ async def test_requests_without_a_valid_token_are_refused(served: Served) -> Non
     assert not served.db.exists() or _count(served.db) == 0
 
 
-async def _call(client: Client, tool: str, **args: Any) -> dict[str, Any]:
-    result = await client.call_tool(tool, args)
-    assert not result.is_error, result.content
-    assert result.structured_content is not None
-    return result.structured_content
-
-
 async def _read(client: Client, uri: str) -> str:
     result = await client.read_resource(uri)
     text = result.contents[0]
@@ -108,20 +102,20 @@ async def _read(client: Client, uri: str) -> str:
 
 async def test_namespaces_cannot_read_list_recall_or_delete_each_other(served: Served) -> None:
     async with http_client(served.url, ALICE) as alice, http_client(served.url, BOB) as bob:
-        secret = await _call(
+        secret = await call(
             alice, "remember", content="爱丽丝的银行在招商银行，账户尾号 4821", category="fact", key="user.bank"
         )
-        english = await _call(alice, "remember", content="Alice prefers oat milk lattes", category="preference")
-        await _call(alice, "update_session", session_id="alice-s1", topic="咖啡")
-        await _call(alice, "remember", content="Alice is drafting the Q3 report", tier="working", session_id="alice-s1")
+        english = await call(alice, "remember", content="Alice prefers oat milk lattes", category="preference")
+        await call(alice, "update_session", session_id="alice-s1", topic="咖啡")
+        await call(alice, "remember", content="Alice is drafting the Q3 report", tier="working", session_id="alice-s1")
         ids = [secret["id"], english["id"]]
 
         # Bob looks for Alice's memories every way the surface offers.
         for query in ("招商银行", "银行 账户", "oat milk", "Alice", "爱丽丝", "Q3 report"):
-            assert (await _call(bob, "recall", query=query))["hits"] == [], query
-        assert (await _call(bob, "list"))["total"] == 0
-        assert (await _call(bob, "list", category="fact"))["items"] == []
-        assert (await _call(bob, "list", session_id="alice-s1"))["items"] == []
+            assert (await call(bob, "recall", query=query))["hits"] == [], query
+        assert (await call(bob, "list"))["total"] == 0
+        assert (await call(bob, "list", category="fact"))["items"] == []
+        assert (await call(bob, "list", session_id="alice-s1"))["items"] == []
         for memory_id in ids:
             with pytest.raises(MCPError, match=f"no memory has the id '{memory_id}'"):
                 await bob.read_resource(f"memory://memories/{memory_id}")
@@ -133,30 +127,30 @@ async def test_namespaces_cannot_read_list_recall_or_delete_each_other(served: S
         with pytest.raises(MCPError, match="no session has the id 'alice-s1'"):
             await bob.read_resource("memory://sessions/alice-s1")
         assert "招商" not in await _read(bob, "memory://profile")
-        assert (await _call(bob, "cleanup", dry_run=True))["candidates"] == []
+        assert (await call(bob, "cleanup", dry_run=True))["candidates"] == []
 
         # ... and tries to delete or overwrite them.
-        assert (await _call(bob, "forget", ids=ids)) == {"deleted": [], "not_found": ids}
-        restored = await _call(bob, "restore", ids=ids)
+        assert (await call(bob, "forget", ids=ids)) == {"deleted": [], "not_found": ids}
+        restored = await call(bob, "restore", ids=ids)
         assert restored["restored"] == []
         changed = await bob.call_tool("apply_changes", {"ops": [{"key": ids[0], "action": "del", "category": "fact"}]})
         assert changed.is_error
-        bob_own = await _call(bob, "remember", content="Bob 的银行是工商银行", category="fact", key="user.bank")
+        bob_own = await call(bob, "remember", content="Bob 的银行是工商银行", category="fact", key="user.bank")
         assert bob_own["action"] == "created" and bob_own["id"] not in ids
 
         # Alice's memories are all there, unchanged.
-        assert (await _call(alice, "list"))["total"] == 3
-        hits = (await _call(alice, "recall", query="银行"))["hits"]
+        assert (await call(alice, "list"))["total"] == 3
+        hits = (await call(alice, "recall", query="银行"))["hits"]
         assert [h["id"] for h in hits] == [secret["id"]]
         assert hits[0]["content"] == "爱丽丝的银行在招商银行，账户尾号 4821"
         assert "Q3 report" in await _read(alice, "memory://sessions/alice-s1")
-        assert (await _call(bob, "recall", query="银行"))["hits"][0]["id"] == bob_own["id"]
+        assert (await call(bob, "recall", query="银行"))["hits"][0]["id"] == bob_own["id"]
     assert (_count(served.db, "alice"), _count(served.db, "bob"), _count(served.db, "")) == (3, 1, 0)
 
 
 async def test_a_session_id_does_not_carry_its_namespace_to_another_token(served: Served) -> None:
     async with http_client(served.url, ALICE) as alice:
-        await _call(alice, "remember", content="只有爱丽丝知道的事：她的猫叫年糕")
+        await call(alice, "remember", content="只有爱丽丝知道的事：她的猫叫年糕")
     status, headers, _ = _post(served, _INITIALIZE, {"Authorization": f"Bearer {ALICE}"})
     assert status == 200
     session = headers["mcp-session-id"]
@@ -165,17 +159,17 @@ async def test_a_session_id_does_not_carry_its_namespace_to_another_token(served
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"Authorization": f"Bearer {ALICE}", "Mcp-Session-Id": session, "Mcp-Protocol-Version": "2025-06-18"},
     )
-    call = {
+    request = {
         "jsonrpc": "2.0",
         "id": 2,
         "method": "tools/call",
         "params": {"name": "recall", "arguments": {"query": "猫"}},
     }
     hijack = {"Authorization": f"Bearer {BOB}", "Mcp-Session-Id": session, "Mcp-Protocol-Version": "2025-06-18"}
-    status, _, body = _post(served, call, hijack)
+    status, _, body = _post(served, request, hijack)
     assert status in (200, 400, 403, 404), body
     assert "年糕" not in body, "Alice's session id with Bob's token is served in Bob's namespace, or not at all"
-    status, _, body = _post(served, call, {**hijack, "Authorization": f"Bearer {ALICE}"})
+    status, _, body = _post(served, request, {**hijack, "Authorization": f"Bearer {ALICE}"})
     assert status == 200 and "年糕" in body
 
 
@@ -193,14 +187,14 @@ async def test_change_notifications_stay_in_their_namespace(served: Served) -> N
         http_client(served.url, BOB) as bob,
         http_client(served.url, ALICE, mode="legacy", message_handler=inbox) as alice,
     ):
-        first = await _call(bob, "remember", content="Bob's first memory, about sailing")
+        first = await call(bob, "remember", content="Bob's first memory, about sailing")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", MCPDeprecationWarning)
             await alice.subscribe_resource(f"memory://memories/{first['id']}")
             await alice.subscribe_resource("memory://stats")
-        await _call(bob, "remember", content="Bob goes sailing every Sunday", key=None, category="event")
-        await _call(bob, "forget", ids=[first["id"]])
-        await _call(alice, "remember", content="爱丽丝周末去爬山")
+        await call(bob, "remember", content="Bob goes sailing every Sunday", key=None, category="event")
+        await call(bob, "forget", ids=[first["id"]])
+        await call(alice, "remember", content="爱丽丝周末去爬山")
         with anyio.fail_after(10):
             await stats.wait()
         await anyio.sleep(0.3)  # anything of Bob's that leaked would have arrived by now
@@ -214,9 +208,9 @@ async def test_request_bodies_over_the_limit_are_refused(tmp_path: Path, cache_d
         status, _, _ = _post(server, b"{" + b" " * 70_000 + b"}", auth)
         assert status == 413
         async with http_client(server.url, ALICE) as client:
-            stored = await _call(client, "remember", content="请求体限制之后服务照常：" + "长" * 1500)
+            stored = await call(client, "remember", content="请求体限制之后服务照常：" + "长" * 1500)
             assert stored["action"] == "created"
-            assert (await _call(client, "list"))["total"] == 1
+            assert (await call(client, "list"))["total"] == 1
 
 
 async def test_allowed_hosts_extend_dns_rebinding_protection(tmp_path: Path, cache_dir: Path) -> None:
@@ -268,12 +262,12 @@ def test_bad_tokens_stop_the_server_with_a_clear_message(tmp_path: Path, cache_d
 async def test_listen_streams_stay_in_their_namespace(served: Served) -> None:
     async with http_client(served.url, BOB) as bob, http_client(served.url, ALICE, mode="auto") as alice:
         assert alice.protocol_version == "2026-07-28"
-        first = await _call(bob, "remember", content="Bob's first memory, about sailing")
+        first = await call(bob, "remember", content="Bob's first memory, about sailing")
         watched = [f"memory://memories/{first['id']}", "memory://stats"]
         async with alice.listen(resources_list_changed=True, resource_subscriptions=watched) as stream:
             # Had Bob's forget reached Alice, her first batch would name the memory it deleted.
-            await _call(bob, "forget", ids=[first["id"]])
-            await _call(alice, "remember", content="爱丽丝周末去爬山")
+            await call(bob, "forget", ids=[first["id"]])
+            await call(alice, "remember", content="爱丽丝周末去爬山")
             seen = []
             with anyio.fail_after(10):
                 async for event in stream:

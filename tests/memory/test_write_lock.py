@@ -32,6 +32,7 @@ from mcp_memory_server.text import Segmenter
 from mcp_memory_server.text import redaction as redact_module
 
 from .. import rawdb
+from ..calls import call
 
 pytestmark = pytest.mark.anyio
 
@@ -117,13 +118,6 @@ def slow_model(config: Config, segmenter: Segmenter, checks: list[bool], seconds
     return sample
 
 
-async def call(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any]:
-    result = await client.call_tool(tool, args)
-    assert not result.is_error, result.content
-    assert result.structured_content is not None
-    return result.structured_content
-
-
 async def test_the_witness_sees_a_held_lock(store: Store, config: Config) -> None:
     assert lock_free(config.db_path)
     async with store.transaction():
@@ -140,7 +134,7 @@ async def test_extract_holds_no_lock_while_screening_or_waiting_for_the_model(
         build_server(config, segmenter), mode=mode, sampling_callback=slow_model(config, segmenter, checks)
     ) as c:
         await witness.maintained.wait()
-        result = await call(c, "extract", {"user_message": USER, "assistant_message": ASSISTANT, "session_id": "s1"})
+        result = await call(c, "extract", user_message=USER, assistant_message=ASSISTANT, session_id="s1")
     assert checks == [True, True]  # the model was waited for, and another store wrote meanwhile
     assert result["deep"] == "extracted"
     assert len(witness.found) >= 4 and witness.blocked() == []  # the sentences, the note, the log's previews
@@ -161,7 +155,7 @@ async def test_a_large_screening_leaves_the_file_to_other_writers(
     async with Client(build_server(config, segmenter), mode="legacy", sampling_callback=model) as c:
         await witness.maintained.wait()
         with anyio.fail_after(60):
-            result = await call(c, "extract", {"user_message": hostile[:20_000], "assistant_message": hostile[:20_000]})
+            result = await call(c, "extract", user_message=hostile[:20_000], assistant_message=hostile[:20_000])
     assert result["run"] and checks == [True, True]
     assert len(witness.found) >= 3 and witness.blocked() == []
 
@@ -174,18 +168,18 @@ async def test_every_write_path_screens_before_it_takes_the_lock(
     model = slow_model(config, segmenter, checks, seconds=0.1)
     async with Client(build_server(config, segmenter, opened=opened), sampling_callback=model) as client:
         await witness.maintained.wait()
-        await call(client, "remember", {"content": "我的数据库密码是 hunter2!x，部署在杭州机房的那台主库上"})
-        await call(client, "remember", {"content": "The staging host is db-2.internal, user deploy"})
+        await call(client, "remember", content="我的数据库密码是 hunter2!x，部署在杭州机房的那台主库上")
+        await call(client, "remember", content="The staging host is db-2.internal, user deploy")
         ops = [
             {"key": "user.city", "action": "add", "category": "identity", "payload": "用户住在杭州", "importance": 8}
             | {"source": "用户输入"},
             {"key": "cfg", "action": "add", "category": "fact", "payload": "pwd=Zx9!kq2 for the test box at home"}
             | {"importance": 5, "source": "user"},
         ]
-        await call(client, "apply_changes", {"ops": ops})
+        await call(client, "apply_changes", ops=ops)
         markdown = "# Memory\n\n- 我喜欢喝拿铁\n- token: ghp_" + "A1b2" * 9 + " is the CI bot's\n"
-        await call(client, "import_memories", {"data": markdown, "format": "markdown"})
-        await call(client, "edit_profile", {"field": "domains", "action": "add", "text": "后端开发 and databases"})
+        await call(client, "import_memories", data=markdown, format="markdown")
+        await call(client, "edit_profile", field="domains", action="add", text="后端开发 and databases")
         state = opened.get().get()
         added = await dashboard_api.add(state, {"content": "Dashboard note: the VPN secret is Qw3rty!99z today"})
         await dashboard_api.edit(state, added.id, {"content": "Dashboard note, edited: nothing secret any more"})

@@ -16,6 +16,8 @@ from mcp_memory_server.prompts.catalog import CHANGE_EXAMPLE, EVALUATION_EXAMPLE
 from mcp_memory_server.server import build_server
 from mcp_memory_server.text import Segmenter
 
+from ..calls import call
+
 pytestmark = pytest.mark.anyio
 
 
@@ -38,16 +40,9 @@ def _answer_shape(prompt: str) -> Any:
     return json.loads(prompt.rsplit("like:\n", 1)[1])
 
 
-async def _call(client: Client, tool: str, **args: Any) -> dict[str, Any]:
-    result = await client.call_tool(tool, args)
-    assert not result.is_error, result.content
-    assert result.structured_content is not None
-    return result.structured_content
-
-
 async def test_detect_memory_changes_answer_goes_to_apply_changes(client: Client) -> None:
-    theme = await _call(client, "remember", content="用户偏好深色主题", category="user_preferences", key="ui.theme")
-    old = await _call(client, "remember", content="每周五手动备份数据库", category="workflow_history")
+    theme = await call(client, "remember", content="用户偏好深色主题", category="user_preferences", key="ui.theme")
+    old = await call(client, "remember", content="每周五手动备份数据库", category="workflow_history")
     prompt = await _prompt(
         client, "detect_memory_changes", user_input="我现在改用浅色主题了，数据库备份也自动化了", ai_output="好的"
     )
@@ -65,33 +60,33 @@ async def test_detect_memory_changes_answer_goes_to_apply_changes(client: Client
         CHANGE_EXAMPLE[1],
         CHANGE_EXAMPLE[2] | {"key": old["id"]},
     ]
-    applied = await _call(client, "apply_changes", ops=answer)
+    applied = await call(client, "apply_changes", ops=answer)
     assert [a["action"] for a in applied["applied"]] == ["updated", "created", "deleted"]
     assert applied["applied"][0]["id"] == theme["id"]
 
 
 async def test_evaluate_memory_answer_goes_to_remember(client: Client) -> None:
-    await _call(client, "remember", content="用户对花生过敏", category="identity")
+    await call(client, "remember", content="用户对花生过敏", category="identity")
     prompt = await _prompt(client, "evaluate_memory", information="我对花生和腰果都过敏")
     assert "- 用户对花生过敏" in prompt and "/ 2.2" in prompt
     shape = _answer_shape(prompt)
     assert shape == EVALUATION_EXAMPLE and shape["decision"] == "store"
-    stored = await _call(client, "remember", **shape["memory"])
+    stored = await call(client, "remember", **shape["memory"])
     whole = json.loads((await client.read_resource(f"memory://memories/{stored['id']}")).contents[0].text)  # type: ignore[union-attr]
     assert stored["action"] in ("created", "merged") and whole["tier"] == "core"
 
 
 async def test_respond_with_memory_answer_goes_to_update_session_and_apply_changes(client: Client) -> None:
-    await _call(client, "update_session", session_id="s1", topic="面试", emotion={"primary": "sad", "confidence": 0.9})
-    await _call(client, "remember", content="用户在准备后端工程师面试", category="project_state", session_id="s1")
+    await call(client, "update_session", session_id="s1", topic="面试", emotion={"primary": "sad", "confidence": 0.9})
+    await call(client, "remember", content="用户在准备后端工程师面试", category="project_state", session_id="s1")
     prompt = await _prompt(client, "respond_with_memory", user_message="明天就面试了，好紧张", session_id="s1")
     assert "- tone: empathetic" in prompt and "about 400 characters" in prompt
     assert '"current_topic": "面试"' in prompt and "用户在准备后端工程师面试" in prompt
     shape = _answer_shape(prompt)
     assert shape == RESPONSE_EXAMPLE
-    turn = await _call(client, "update_session", session_id="s1", emotion=shape["emotion"])
+    turn = await call(client, "update_session", session_id="s1", emotion=shape["emotion"])
     assert turn["strategy"]["tone"] == "calm_reassuring" and turn["session"]["turn_count"] == 2
-    changes = await _call(client, "apply_changes", ops=shape["memory_changes"])
+    changes = await call(client, "apply_changes", ops=shape["memory_changes"])
     assert changes["applied"][0]["action"] == "created"
 
     unknown = await _prompt(client, "respond_with_memory", user_message="hello", session_id="never-seen")
@@ -104,8 +99,8 @@ async def test_extract_memories_carries_the_configured_instructions(client: Clie
 
 
 async def test_synthesize_profile_shows_core_memories_with_ids(client: Client) -> None:
-    first = await _call(client, "remember", content="I'm a backend engineer in Hangzhou", category="identity")
-    await _call(client, "remember", content="只在这次对话里有用", tier="working", session_id="x")
+    first = await call(client, "remember", content="I'm a backend engineer in Hangzhou", category="identity")
+    await call(client, "remember", content="只在这次对话里有用", tier="working", session_id="x")
     prompt = await _prompt(client, "synthesize_profile")
     assert f"[{first['id']}] (identity) I'm a backend engineer in Hangzhou" in prompt
     assert "只在这次对话里有用" not in prompt
@@ -120,12 +115,12 @@ async def test_synthesize_profile_shows_core_memories_with_ids(client: Client) -
 
 
 async def test_synthesize_profile_answer_goes_to_refresh_profile(client: Client) -> None:
-    me = await _call(client, "remember", content="I'm a backend engineer in Hangzhou", category="identity")
-    blog = await _call(client, "remember", content="Migrating the blog to Hugo", category="project_state")
+    me = await call(client, "remember", content="I'm a backend engineer in Hangzhou", category="identity")
+    blog = await call(client, "remember", content="Migrating the blog to Hugo", category="project_state")
     prompt = await _prompt(client, "synthesize_profile")
     shape = _answer_shape(prompt)
     # The model's answer in that shape, citing the ids the prompt showed (and one it made up).
     answer = json.loads(json.dumps(shape).replace("mem_3", me["id"]).replace("mem_14", blog["id"]))
-    stored = await _call(client, "refresh_profile", profile=answer)
+    stored = await call(client, "refresh_profile", profile=answer)
     assert stored["method"] == "model" and stored["summary"]["sources"] == [me["id"]]  # mem_8 does not exist
     assert stored["active_projects"][0]["sources"] == [blog["id"]]

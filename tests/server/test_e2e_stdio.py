@@ -22,6 +22,7 @@ from mcp_memory_server.config import Config
 from mcp_memory_server.server import build_server
 from mcp_memory_server.text import Segmenter
 
+from ..calls import call
 from ..surface import PROMPTS, TOOLS
 from ..wire import environ
 
@@ -39,29 +40,22 @@ def _params(tmp_path: Path, cache_dir: Path) -> StdioServerParameters:
     return StdioServerParameters(command=_command(), args=["--log-level", "WARNING"], env=env)
 
 
-async def _data(client: Client, tool: str, **args: Any) -> dict[str, Any]:
-    result = await client.call_tool(tool, args)
-    assert not result.is_error, result.content
-    assert result.structured_content is not None
-    return result.structured_content
-
-
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_stdio_end_to_end(tmp_path: Path, cache_dir: Path, mode: str) -> None:
     async with Client(_params(tmp_path, cache_dir), mode=mode) as client:
         assert client.server_info is not None and client.server_info.name == "jiyi"
         assert {t.name for t in (await client.list_tools()).tools} == TOOLS
 
-        coffee = await _data(client, "remember", content="我每天早上喝一杯拿铁咖啡", category="preference")
-        code = await _data(client, "remember", content="我喜欢用Python写代码", category="preference")
-        rime = await _data(client, "remember", content="I type Chinese with 雾凇拼音 on Rime", category="fact")
+        coffee = await call(client, "remember", content="我每天早上喝一杯拿铁咖啡", category="preference")
+        code = await call(client, "remember", content="我喜欢用Python写代码", category="preference")
+        rime = await call(client, "remember", content="I type Chinese with 雾凇拼音 on Rime", category="fact")
         assert coffee["action"] == code["action"] == rime["action"] == "created"
 
-        assert (await _data(client, "recall", query="我喝什么咖啡"))["hits"][0]["id"] == coffee["id"]
-        assert (await _data(client, "recall", query="python"))["hits"][0]["id"] == code["id"]
-        assert (await _data(client, "recall", query="雾凇"))["hits"][0]["id"] == rime["id"]
-        assert (await _data(client, "recall", query="拼音"))["hits"][0]["id"] == rime["id"]
-        assert (await _data(client, "recall", query='NEAR( "*'))["hits"] == []
+        assert (await call(client, "recall", query="我喝什么咖啡"))["hits"][0]["id"] == coffee["id"]
+        assert (await call(client, "recall", query="python"))["hits"][0]["id"] == code["id"]
+        assert (await call(client, "recall", query="雾凇"))["hits"][0]["id"] == rime["id"]
+        assert (await call(client, "recall", query="拼音"))["hits"][0]["id"] == rime["id"]
+        assert (await call(client, "recall", query='NEAR( "*'))["hits"] == []
 
         bad = await client.call_tool("remember", {"content": "x", "category": "Bad Category!"})
         assert bad.is_error and "category" in bad.content[0].text  # type: ignore[union-attr]
@@ -71,15 +65,15 @@ async def test_stdio_end_to_end(tmp_path: Path, cache_dir: Path, mode: str) -> N
         prompt = await client.get_prompt("extract_memories", {"user_message": "hi", "assistant_message": "hello"})
         assert "memories" in prompt.messages[0].content.text  # type: ignore[union-attr]
 
-        assert (await _data(client, "forget", ids=[coffee["id"]]))["deleted"] == [coffee["id"]]
-        assert (await _data(client, "list"))["total"] == 2
+        assert (await call(client, "forget", ids=[coffee["id"]]))["deleted"] == [coffee["id"]]
+        assert (await call(client, "list"))["total"] == 2
 
         # The conversation tools over the same pipe: a turn, the sieve (no sampling here), changes.
-        turn = await _data(
+        turn = await call(
             client, "update_session", session_id="e2e", topic="咖啡", emotion={"primary": "happy", "confidence": 0.9}
         )
         assert turn["strategy"]["tone"] == "warm" and turn["session"]["turn_count"] == 1
-        sieved = await _data(client, "extract", user_message="我决定下个月开始学日语", session_id="e2e")
+        sieved = await call(client, "extract", user_message="我决定下个月开始学日语", session_id="e2e")
         assert sieved["items"][0]["category"] == "decision" and sieved["deep"] == "unsupported"
         ops = [
             {
@@ -91,17 +85,17 @@ async def test_stdio_end_to_end(tmp_path: Path, cache_dir: Path, mode: str) -> N
                 "source": "用户输入",
             }
         ]
-        assert (await _data(client, "apply_changes", ops=ops))["applied"][0]["action"] == "created"
-        assert (await _data(client, "cleanup"))["dry_run"] is True
+        assert (await call(client, "apply_changes", ops=ops))["applied"][0]["action"] == "created"
+        assert (await call(client, "cleanup"))["dry_run"] is True
         session = json.loads((await client.read_resource("memory://sessions/e2e")).contents[0].text)  # type: ignore[union-attr]
         assert session["memories"][0]["content"] == "我决定下个月开始学日语"
         secret = await client.call_tool("remember", {"content": "我的密码是 Hunter2!xyz"})
         assert secret.is_error and "withheld" in secret.content[0].text.lower()  # type: ignore[union-attr]
-        assert (await _data(client, "list"))["total"] == 4
+        assert (await call(client, "list"))["total"] == 4
 
     # A second process on the same file sees what the first one wrote.
     async with Client(_params(tmp_path, cache_dir)) as again:
-        assert (await _data(again, "recall", query="Python"))["hits"][0]["id"] == code["id"]
+        assert (await call(again, "recall", query="Python"))["hits"][0]["id"] == code["id"]
 
 
 class _GatedSegmenter(Segmenter):
@@ -156,14 +150,14 @@ async def test_stray_stdout_output_does_not_reach_the_protocol_stream(tmp_path: 
             with anyio.fail_after(20):  # a corrupted answer would never arrive
                 result = await client.call_tool("noisy", {})
             assert not result.is_error and result.content[0].text == "still fine"  # type: ignore[union-attr]
-        assert (await _data(client, "recall", query="anything"))["hits"] == []
+        assert (await call(client, "recall", query="anything"))["hits"] == []
 
 
 async def test_recall_over_stdio_carries_every_field_and_validates(tmp_path: Path, cache_dir: Path) -> None:
     """The SDK client validates each result against the tool's output schema; the hit carries every
     field of the contract, with the same values as the text block."""
     async with Client(_params(tmp_path, cache_dir)) as client:
-        await _data(client, "remember", content="我每天早上喝一杯拿铁咖啡", key="drink", tags=["饮品"])
+        await call(client, "remember", content="我每天早上喝一杯拿铁咖啡", key="drink", tags=["饮品"])
         result = await client.call_tool("recall", {"query": "咖啡"})
         assert not result.is_error and result.structured_content is not None
         found = result.structured_content
@@ -178,7 +172,7 @@ async def test_recall_over_stdio_carries_every_field_and_validates(tmp_path: Pat
         with anyio.fail_after(30):
             huge = await client.call_tool("recall", {"query": "长" * 300_000})
         assert huge.is_error and "2000" in huge.content[0].text  # type: ignore[union-attr]
-        assert (await _data(client, "recall", query="咖啡"))["hits"][0]["id"] == hit["id"]
+        assert (await call(client, "recall", query="咖啡"))["hits"][0]["id"] == hit["id"]
 
 
 _RAW = [

@@ -22,16 +22,11 @@ from mcp_memory_server.server import build_server
 from mcp_memory_server.text import Segmenter
 from mcp_memory_server.text.tokens import keywords, normalize
 
+from ..calls import call
+
 pytestmark = pytest.mark.anyio
 
 MEMORY = "用户对花生过敏，吃了会起疹子 (peanut allergy)"
-
-
-async def _data(client: Client, tool: str, **args: Any) -> dict[str, Any]:
-    result = await client.call_tool(tool, args)
-    assert not result.is_error, result.content
-    assert result.structured_content is not None
-    return result.structured_content
 
 
 async def _stats(client: Client) -> dict[str, Any]:
@@ -57,7 +52,7 @@ async def test_a_fresh_install_answers_the_first_remember_before_jieba_has_loade
     assert command, "the console script is installed next to the test interpreter"
     env = {**os.environ, "MCP_MEMORY_DB": str(tmp_path / "fresh.db"), "MCP_MEMORY_CACHE_DIR": str(tmp_path / "cache")}
     async with Client(StdioServerParameters(command=command, args=["--log-level", "WARNING"], env=env)) as client:
-        stored = await _data(client, "remember", content=MEMORY, category="health")
+        stored = await call(client, "remember", content=MEMORY, category="health")
         assert stored["action"] == "created"
         assert (await _stats(client))["segmenter"] == "loading", "remember was answered after jieba had loaded"
         assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").glob("jieba-*"))
@@ -65,8 +60,8 @@ async def test_a_fresh_install_answers_the_first_remember_before_jieba_has_loade
         await _wait_until_loaded(client)
         assert any((tmp_path / "cache").glob("jieba-*.dict"))
         for query in ("花生", "我对什么过敏", "peanut allergy"):
-            assert (await _data(client, "recall", query=query))["hits"][0]["id"] == stored["id"], query
-        again = await _data(client, "remember", content=MEMORY + "。", category="health")
+            assert (await call(client, "recall", query=query))["hits"][0]["id"] == stored["id"], query
+        again = await call(client, "remember", content=MEMORY + "。", category="health")
         assert (again["action"], again["id"]) == ("unchanged", stored["id"])
 
 
@@ -97,19 +92,19 @@ async def test_recall_before_jieba_has_loaded_answers_from_bigrams_then_from_wor
     ]
     try:
         async with Client(build_server(config, gated)) as client:
-            ids = [(await _data(client, "remember", content=c, category=cat))["id"] for c, cat in memories]
+            ids = [(await call(client, "remember", content=c, category=cat))["id"] for c, cat in memories]
             assert (await _stats(client))["segmenter"] == "loading"
             early = {}
             for query in queries:
-                early[query] = found = await _data(client, "recall", query=query)
+                early[query] = found = await call(client, "recall", query=query)
                 assert found["hits"][0]["id"] == ids[0], (query, found)
             assert gated.state == "loading", "the recalls were answered without the dictionary"
             # Bigrams the memory lacks do not find it.
-            assert all(h["id"] != ids[0] for h in (await _data(client, "recall", query="吉他"))["hits"])
+            assert all(h["id"] != ids[0] for h in (await call(client, "recall", query="吉他"))["hits"])
 
             gated.gate.set()
             await _wait_until_loaded(client)
-            late = {q: await _data(client, "recall", query=q) for q in queries}
+            late = {q: await call(client, "recall", query=q) for q in queries}
     finally:
         gated.gate.set()
     # Once loaded, the queries' keywords are jieba's, as on a server that started with it loaded;

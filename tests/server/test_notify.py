@@ -9,7 +9,6 @@ import warnings
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
@@ -31,6 +30,8 @@ from mcp_memory_server.server.notify import MARKDOWN, PROFILE, STATS
 from mcp_memory_server.store import archive
 from mcp_memory_server.store.changeset import Change, decode, encode
 from mcp_memory_server.text import Segmenter
+
+from ..calls import call
 
 pytestmark = pytest.mark.anyio
 
@@ -161,13 +162,6 @@ async def subscribe(client: Client, *uris: str, unsubscribe: bool = False) -> No
         warnings.simplefilter("ignore", MCPDeprecationWarning)
         for uri in uris:
             await (client.unsubscribe_resource(uri) if unsubscribe else client.subscribe_resource(uri))
-
-
-async def call(client: Client, tool: str, **args: Any) -> dict[str, Any]:
-    result = await client.call_tool(tool, args)
-    assert not result.is_error, result.content
-    assert result.structured_content is not None
-    return result.structured_content
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])

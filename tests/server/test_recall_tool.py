@@ -4,7 +4,6 @@ a long context finds the memory sharing its rare word, in English and Chinese.""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any
 
 import pytest
 from mcp import Client
@@ -13,6 +12,8 @@ from mcp_memory_server.config import Config
 from mcp_memory_server.server import build_server
 from mcp_memory_server.text import Segmenter
 
+from ..calls import call
+
 pytestmark = pytest.mark.anyio
 
 
@@ -20,13 +21,6 @@ pytestmark = pytest.mark.anyio
 async def client(config: Config, segmenter: Segmenter) -> AsyncIterator[Client]:
     async with Client(build_server(config, segmenter)) as connected:
         yield connected
-
-
-async def call(client: Client, tool: str, **args: Any) -> dict[str, Any]:
-    result = await client.call_tool(tool, args)
-    assert not result.is_error, result.content
-    assert result.structured_content is not None
-    return result.structured_content
 
 
 async def test_recall_returns_no_hits_and_a_note_when_nothing_relevant_is_stored(client: Client) -> None:

@@ -14,6 +14,7 @@ from mcp_memory_server.config import Config
 from mcp_memory_server.server import build_server
 from mcp_memory_server.text import Segmenter
 
+from ..calls import call
 from ..surface import PROMPTS, TOOLS
 
 pytestmark = pytest.mark.anyio
@@ -24,13 +25,6 @@ BACKENDS = ("sqlite", "postgresql")
 async def client(config: Config, segmenter: Segmenter) -> AsyncIterator[Client]:
     async with Client(build_server(config, segmenter)) as connected:
         yield connected
-
-
-async def call(client: Client, tool: str, **args: Any) -> dict[str, Any]:
-    result = await client.call_tool(tool, args)
-    assert not result.is_error, result.content
-    assert result.structured_content is not None
-    return result.structured_content
 
 
 async def error(client: Client, tool: str, **args: Any) -> str:

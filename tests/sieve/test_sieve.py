@@ -20,6 +20,7 @@ from mcp_memory_server.sieve.sieve import parse_answer
 from mcp_memory_server.text import Segmenter
 
 from .. import rawdb
+from ..calls import call
 
 pytestmark = pytest.mark.anyio
 BACKENDS = ("sqlite", "postgresql")
@@ -65,10 +66,8 @@ def rows(config: Config, sql: str) -> list[tuple[Any, ...]]:
 
 
 async def extract(client: Client, **args: Any) -> dict[str, Any]:
-    result = await client.call_tool("extract", {"user_message": USER, "assistant_message": ASSISTANT} | args)
-    assert not result.is_error, result.content
-    assert result.structured_content is not None
-    return result.structured_content
+    """extract on the test's conversation turn, `args` added or replacing its parts."""
+    return await call(client, "extract", **({"user_message": USER, "assistant_message": ASSISTANT} | args))
 
 
 def items(result: dict[str, Any], channel: str) -> list[dict[str, Any]]:

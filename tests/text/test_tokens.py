@@ -103,12 +103,17 @@ def test_segmenter_cache_round_trip(tmp_path: object, cache_dir: object) -> None
     assert second.cut("我在用雾凇拼音输入法") == first.cut("我在用雾凇拼音输入法")
 
 
-def test_segmenter_ignores_a_corrupt_cache(tmp_path: object) -> None:
+def test_segmenter_ignores_a_corrupt_cache(tmp_path: object, cache_dir: object, segmenter: Segmenter) -> None:
+    import shutil
     from pathlib import Path
 
-    assert isinstance(tmp_path, Path)
-    seed = Segmenter(tmp_path)
-    seed.wait_sync()
+    assert isinstance(tmp_path, Path) and isinstance(cache_dir, Path)
+    # The session's cache (built by the `segmenter` fixture), copied, then overwritten: a real
+    # cache file made corrupt, without building one more for it.
+    caches = list(cache_dir.glob("jieba-*.dict"))
+    assert caches, "the session's segmenter wrote its cache"
+    for cache in caches:
+        shutil.copy(cache, tmp_path / cache.name)
     for path in tmp_path.glob("jieba-*.dict"):
         path.write_bytes(b"not a cache")
     again = Segmenter(tmp_path)
