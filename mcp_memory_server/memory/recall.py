@@ -288,7 +288,10 @@ async def recall(
         async with anyio.create_task_group() as tg:
             tg.start_soon(_embed, store, config, query, vectors)
             found = await _keyword_stages(store, config, query, category, tags, session_id, now, track_access)
-    if not found.searched and not vectors:
+    # A query without a word to search (only particles, stopwords or punctuation: 了吗, "the")
+    # asks nothing: the model still puts its vector near some memory (cosine 0.9 and more for
+    # short texts of one script), which would be returned as a strong match.
+    if not found.searched:
         return RecallResult(query=query, keywords=found.terms, stage="none", hits=[], note=_NO_KEYWORDS)
     stage: Stage = "keyword"
     plan, candidates = found.plan, found.candidates

@@ -298,6 +298,15 @@ async def test_chinese_questions_find_english_memories_in_a_mostly_chinese_store
     assert all(rank < 10 for rank in ranks.values()) and sum(rank < 3 for rank in ranks.values()) >= 4, ranks
 
 
+async def test_a_query_without_a_word_to_search_finds_nothing_even_by_meaning(e5_service: MemoryService) -> None:
+    """Particles, stopwords and punctuation ask nothing; the model would still place them near
+    some memory (a short Chinese query of particles scored a cosine of 0.95 with a memory)."""
+    await _embedded(e5_service)
+    for query in ["了吗", "的吧呢", "the", "and of to", "?!", "……"]:
+        found = await e5_service.recall(query=query, track_access=False)
+        assert found.hits == [] and found.stage == "none" and found.note, (query, [h.content for h in found.hits])
+
+
 # Off-topic queries that share no word with any stored memory, in both languages.
 OFF_TOPIC = [
     "How do I rebalance a red-black tree after deleting a node?",
