@@ -33,7 +33,7 @@ from mcp_memory_server.store import Store
 from mcp_memory_server.text import Segmenter
 from mcp_memory_server.text.tokens import char_queries, keyword_query, keywords, normalize
 
-from .latency import _corpus, _queries
+from .latency import _corpus, _queries, _timed_calls
 
 
 def _status(pid: int) -> dict[str, float]:
@@ -75,11 +75,7 @@ async def serve(db: Path, cache: Path, queries: int, env_extra: dict[str, str]) 
         await client.call_tool("recall", {"query": "warm up"})
         first = time.perf_counter() - started
         after_warm = _status(pid)
-        timings = []
-        for q in _queries(queries):
-            t = time.perf_counter()
-            await client.call_tool("recall", {"query": q})
-            timings.append(time.perf_counter() - t)
+        timings = await _timed_calls(client, "recall", [{"query": q} for q in _queries(queries)])
         end = _status(pid)
     return {
         "first_s": first,

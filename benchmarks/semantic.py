@@ -57,7 +57,7 @@ from mcp_memory_server.runtime.namespaces import semantic_stage
 from mcp_memory_server.store import Store
 from mcp_memory_server.text import Segmenter
 
-from .latency import _corpus, _queries, calibration, wait_until_embedded
+from .latency import _corpus, _queries, _timed_calls, calibration, wait_until_embedded
 from .rss import _server_pid, _status, build
 
 
@@ -180,11 +180,7 @@ async def rss_server(db: Path, cache: Path, queries: int) -> dict[str, float]:
         await wait_until_embedded(client)
         ready = time.perf_counter() - started
         await client.call_tool("recall", {"query": "warm up"})
-        timings = []
-        for q in _queries(queries):
-            t = time.perf_counter()
-            await client.call_tool("recall", {"query": q})
-            timings.append(time.perf_counter() - t)
+        timings = await _timed_calls(client, "recall", [{"query": q} for q in _queries(queries)])
         status = _status(pid)
     return {
         "server_ready_s": round(ready, 1),
