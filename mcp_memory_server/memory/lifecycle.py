@@ -186,9 +186,7 @@ async def restore(store: Store, ids: Sequence[str], *, now: datetime | None = No
     validate.batch(len(ids), store.config, "ids")
     seqs: dict[str, int | None] = {}
     for text in dict.fromkeys(i.strip() for i in ids):
-        seq = parse_id(text)
-        if seq is None or seq not in seqs.values():  # mem_7 and mem_07 name one memory: restore it once
-            seqs[text] = seq
+        seqs[text] = parse_id(text)  # an id names one memory at most: mem_07 is not mem_7
     wanted = list(seqs)
     known = [s for s in seqs.values() if s is not None]
     restored: list[str] = []

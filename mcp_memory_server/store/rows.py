@@ -52,11 +52,14 @@ def memory_id(seq: int) -> str:
 
 
 def parse_id(text: str) -> int | None:
-    """`mem_12` -> 12; anything else -> None (it cannot name a memory)."""
-    prefix, _, number = text.strip().partition("_")
+    """`mem_12` -> 12; anything else -> None (it cannot name a memory). An id names exactly one
+    memory, written as `memory_id` writes it: `mem_012`, `mem_+12` or ` mem_12` name none (were
+    `mem_001` read as `mem_1`, a forget of an id nobody was given would delete another memory)."""
+    prefix, _, number = text.partition("_")
     if prefix != "mem" or not number.isascii() or not number.isdigit() or len(number) > 18:
         return None
-    return int(number)
+    seq = int(number)
+    return seq if memory_id(seq) == text else None
 
 
 class MemoryRow(NamedTuple):

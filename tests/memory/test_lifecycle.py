@@ -200,8 +200,9 @@ async def test_restore_reports_key_conflicts_live_and_unknown_ids(service: Memor
     newer = await service.remember(content="The user's locker moved to the gym", key="user.locker")
     assert newer.action == "created" and newer.id != old
 
-    result = await lifecycle.restore(service.store, [old, newer.id, "mem_999", "nonsense", old, old.replace("_", "_0")])
-    assert result.restored == [] and result.not_found == ["mem_999", "nonsense"]
+    padded = old.replace("_", "_0")  # another spelling of the number names no memory
+    result = await lifecycle.restore(service.store, [old, newer.id, "mem_999", "nonsense", old, padded])
+    assert result.restored == [] and result.not_found == ["mem_999", "nonsense", padded]
     assert [c.id for c in result.conflicts] == [old, newer.id]
     assert "user.locker" in result.conflicts[0].reason and newer.id in result.conflicts[0].reason
     assert "live" in result.conflicts[1].reason

@@ -142,6 +142,19 @@ async def test_remember_recall_forget_list_round_trip(client: Client) -> None:
     assert (await call(client, "recall", query="咖啡"))["hits"] == []
 
 
+async def test_an_id_names_exactly_one_memory(client: Client) -> None:
+    """`mem_001` is not `mem_1`: forgetting, reading or restoring an id in another spelling finds
+    nothing and changes nothing (it once deleted mem_1 and answered deleted: ["mem_001"])."""
+    tea = await call(client, "remember", content="我每天下午喝一杯乌龙茶 (oolong)", category="preference")
+    assert tea["id"] == "mem_1"
+    for other in ("mem_001", "mem_01", "mem_+1", "MEM_1", "mem_1 x", "mem_１"):
+        assert await call(client, "forget", ids=[other]) == {"deleted": [], "not_found": [other]}
+        with pytest.raises(MCPError, match=r"no memory has the id|not a memory id"):
+            await client.read_resource(f"memory://memories/{other.replace(' ', '%20')}")
+    assert [h["id"] for h in (await call(client, "recall", query="乌龙茶"))["hits"]] == ["mem_1"]
+    assert await call(client, "forget", ids=[" mem_1 "]) == {"deleted": ["mem_1"], "not_found": []}
+
+
 async def test_results_read_as_compact_json(client: Client) -> None:
     """A tool's text content is its structured result as JSON without indentation, Chinese as
     itself: what a model reads, a third shorter than the SDK's indented rendering."""

@@ -133,8 +133,9 @@ async def test_namespaces_do_not_see_each_other(config: Config, segmenter: Segme
 
 def test_parse_id() -> None:
     assert parse_id("mem_12") == 12
-    assert parse_id(" mem_7 ") == 7
-    for bad in ("mem_", "mem_x", "memo_1", "12", "mem_-1", "mem_١٢", "mem_" + "9" * 30):
+    # Only the spelling memory_id writes: one id, one memory (mem_012 is not mem_12).
+    spellings = (" mem_7 ", "mem_012", "mem_+12", "MEM_12")
+    for bad in ("mem_", "mem_x", "memo_1", "12", "mem_-1", "mem_١٢", "mem_" + "9" * 30, *spellings):
         assert parse_id(bad) is None
 
 
