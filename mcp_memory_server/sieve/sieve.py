@@ -175,8 +175,9 @@ class Sieve:
         )
         note = await self._note(user_message, assistant_message, session_id, client) if deep else None
         pending = ChannelReport(outcome="pending", detail="Waiting for the client's model.", items=[])
-        # Screened before the write lock is taken: no other writer waits on redaction.
-        previews = (redact(user_message[:_PREVIEW]).text, redact(assistant_message[:_PREVIEW]).text)
+        # Screened whole and then cut (a secret the cut split would no longer match and keep most
+        # of its characters), before the write lock is taken: no other writer waits on redaction.
+        previews = (redact(user_message).text[:_PREVIEW], redact(assistant_message).text[:_PREVIEW])
         async with self.service.store.transaction() as tx:
             seq = await extraction_log.insert(
                 tx,

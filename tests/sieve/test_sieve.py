@@ -273,6 +273,26 @@ async def test_secrets_in_an_exchange_are_never_stored(config: Config, segmenter
     assert all(key not in c for (c,) in rows(config, "SELECT content FROM memories"))
 
 
+@pytest.mark.parametrize("cut", [4, 20, 39])
+async def test_a_secret_across_the_preview_s_end_is_withheld_from_the_log(
+    config: Config, segmenter: Segmenter, cut: int
+) -> None:
+    """The log keeps the first 300 characters of each message. A token that starts before the 300th
+    character and ends after it is withheld whole, never kept as its first `cut` characters."""
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"  # a GitHub token, 40 characters
+    filler = "我们在讨论部署流程，" * 40
+    user = filler[: 300 - cut] + f"{token} 是 CI 用的 token"
+    async with Client(build_server(config, segmenter)) as client:
+        await extract(client, user_message=user, assistant_message=f"Noted; rotate {token} soon.")
+        log = json.loads((await client.read_resource("memory://extraction-log")).contents[0].text)  # type: ignore[union-attr]
+    preview = log[0]["user_preview"]
+    # The text before the token is kept; where the token began the preview shows the withheld
+    # marker (cut short at 300 characters like the rest), never the token's own characters.
+    assert token[:cut] not in preview and len(preview) <= 300
+    assert preview.startswith(filler[: 300 - cut]) and "[withheld: ".startswith(preview[300 - cut :][:11])
+    assert token[:4] not in log[0]["assistant_preview"]
+
+
 def test_parse_answer_accepts_fences_prose_and_bare_lists() -> None:
     assert parse_answer('Here you go:\n```json\n{"memories": [{"content": "x"}]}\n```') == [{"content": "x"}]
     assert parse_answer('[{"content": "y"}]') == [{"content": "y"}]
