@@ -34,6 +34,7 @@ __all__ = [
     "NAMESPACE_SCOPE_KEY",
     "Access",
     "BearerGate",
+    "HostGuard",
     "matches",
     "new_token",
     "origin_patterns",
@@ -69,9 +70,44 @@ def origin_patterns(allowed_hosts: Sequence[str]) -> tuple[list[str], list[str]]
 
 
 def matches(value: str, patterns: Sequence[str]) -> bool:
-    """Whether a Host or Origin header is one of `patterns` (`name:*`: that name with any port),
-    compared as the SDK's transport security compares them."""
-    return value in patterns or any(p.endswith(":*") and value.startswith(p[:-1]) for p in patterns)
+    """Whether a Host or Origin header is one of `patterns` exactly, or a `name:*` pattern's name
+    followed by a port (1-5 ASCII digits and nothing else). The SDK's own check takes any text
+    after the colon, so `localhost:evil` and `http://localhost:8765.evil.com` passed it."""
+    if value in patterns:
+        return True
+    for pattern in patterns:
+        if pattern.endswith(":*") and value.startswith(pattern[:-1]):
+            port = value[len(pattern) - 1 :]
+            if 0 < len(port) <= 5 and port.isascii() and port.isdigit():
+                return True
+    return False
+
+
+class HostGuard:
+    """DNS-rebinding protection for /mcp, in front of the SDK's own (which compares by prefix): a
+    request must name this server in its Host header, and a browser's Origin must be one of the
+    same hosts (`origin_patterns`). 421 and 403 as the SDK answers them."""
+
+    def __init__(self, app: ASGIApp, allowed_hosts: Sequence[str]) -> None:
+        self.app = app
+        self.hosts, self.origins = origin_patterns(allowed_hosts)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", ())}
+            origin = headers.get("origin")
+            refusal: tuple[int, bytes] | None = None
+            if not matches(headers.get("host", ""), self.hosts):
+                refusal = 421, b"Invalid Host header"
+            elif origin is not None and not matches(origin, self.origins):
+                refusal = 403, b"Invalid Origin header"
+            if refusal is not None:
+                status, body = refusal
+                answer = [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", b"%d" % len(body))]
+                await send({"type": "http.response.start", "status": status, "headers": answer})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
 
 
 def new_token() -> str:

@@ -24,7 +24,7 @@ from pydantic import ValidationError
 
 from ..config.config import Config
 from ..errors import CannotListen
-from ..runtime.access import Access, BearerGate, origin_patterns
+from ..runtime.access import Access, BearerGate, HostGuard, origin_patterns
 from ..runtime.namespaces import Opened, Spaces
 
 __all__ = [
@@ -63,6 +63,7 @@ def http_app(server: MCPServer[Spaces], config: Config, access: Access | None, o
         # the replica that served the one before; json_response stays off for that reason.
         stateless_http=config.http.stateless_http,
     )
+    app = HostGuard(app, config.http.allowed_hosts)
     if config.http.stateless_http:
         app = _NoListenStream(app)
     if opened is not None:

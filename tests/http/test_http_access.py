@@ -223,6 +223,50 @@ async def test_allowed_hosts_extend_dns_rebinding_protection(tmp_path: Path, cac
     assert (accepted, refused, foreign_page) == (200, 421, 403)
 
 
+async def test_host_and_origin_are_matched_whole_not_by_prefix(tmp_path: Path, cache_dir: Path) -> None:
+    """`localhost:evil` is no port and `http://localhost:8765.evil.com` is another site: both are
+    refused on /mcp (421, 403), while the server's own names with their port are accepted."""
+    env = {"MCP_MEMORY_TOKENS": ALICE}
+    with http_server(tmp_path, cache_dir, env) as server:
+        auth = {"Authorization": f"Bearer {ALICE}"}
+        port = server.port
+        statuses = {
+            host: _post(server, _INITIALIZE, auth | {"Host": host})[0]
+            for host in (
+                f"localhost:{port}",
+                f"127.0.0.1:{port}",
+                "localhost:evil",
+                f"localhost:{port}.evil.com",
+                "localhost:",
+            )
+        }
+        origins = {
+            origin: _post(server, _INITIALIZE, auth | {"Origin": origin})[0]
+            for origin in (f"http://localhost:{port}", f"http://localhost:{port}.evil.com", "http://localhost:evil")
+        }
+        dashboard = {}
+        for host in (f"localhost:{port}", "localhost:evil"):
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            try:
+                conn.request("GET", "/ui/api/stats", headers=auth | {"Host": host})
+                dashboard[host] = conn.getresponse().status
+            finally:
+                conn.close()
+    assert dashboard == {f"localhost:{port}": 200, "localhost:evil": 421}
+    assert statuses == {
+        f"localhost:{port}": 200,
+        f"127.0.0.1:{port}": 200,
+        "localhost:evil": 421,
+        f"localhost:{port}.evil.com": 421,
+        "localhost:": 421,
+    }
+    assert origins == {
+        f"http://localhost:{port}": 200,
+        f"http://localhost:{port}.evil.com": 403,
+        "http://localhost:evil": 403,
+    }
+
+
 def test_a_public_address_without_tokens_is_refused(tmp_path: Path, cache_dir: Path) -> None:
     env = {"MCP_MEMORY_DB": str(tmp_path / "public.db"), "MCP_MEMORY_CACHE_DIR": str(cache_dir), "PATH": "/usr/bin"}
     port = str(free_port())
