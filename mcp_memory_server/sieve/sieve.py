@@ -151,6 +151,10 @@ class Sieve:
         """Run the fast channel, write the fallback note when the deep channel is going to run,
         and log the run (pending until `finish`)."""
         now = now or utcnow()
+        signals = detect_signals(user_message)
+        # As many as the deep channel takes from the model: one message cannot fill the store (a
+        # 20,000-character message of preferences once wrote 919 memories in one call).
+        kept, over = signals[:_MAX_ITEMS], len(signals) - _MAX_ITEMS
         items = [
             await self._consider(
                 s.content,
@@ -163,14 +167,22 @@ class Sieve:
                 forced=s.forced,
                 deep=False,
             )
-            for s in detect_signals(user_message)
+            for s in kept
         ]
         stored = [i for i in items if i.id]
+        detail = (
+            f"{len(items)} high-signal sentence(s), {len(stored)} written."
+            if items
+            else "No high-signal sentence in the user's message."
+        )
+        if over > 0:
+            detail += (
+                f" {over} more were not considered: at most {_MAX_ITEMS} per call, in the order of the"
+                " message; send the rest of the message in another extract call."
+            )
         fast = ChannelReport(
             outcome="stored" if stored else "nothing",
-            detail=f"{len(items)} high-signal sentence(s), {len(stored)} written."
-            if items
-            else "No high-signal sentence in the user's message.",
+            detail=detail,
             items=items,
         )
         note = await self._note(user_message, assistant_message, session_id, client) if deep else None

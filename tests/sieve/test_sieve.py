@@ -246,6 +246,21 @@ async def test_fast_channel_signals_in_chinese_and_english(
     assert rows(config, "SELECT count(*) FROM memories") == [(1,)]
 
 
+async def test_one_message_writes_at_most_twenty_memories_and_says_so(config: Config, segmenter: Segmenter) -> None:
+    """A long message full of things to remember: the fast channel considers the first 20
+    high-signal sentences and says how many it left for another call."""
+    places = ["杭州", "成都", "西安", "大理", "青岛", "厦门", "桂林", "拉萨", "哈尔滨", "苏州"]
+    chinese = [f"请记住，我{2000 + n}年第一次去了{places[n % 10]}，住了{n + 2}天。" for n in range(30)]
+    english = [f"Remember that in {1990 + n} I ran the {n + 3}k race in {places[n % 10]}." for n in range(30)]
+    message = " ".join(x for pair in zip(chinese, english, strict=True) for x in pair)
+    async with Client(build_server(config, segmenter)) as client:
+        result = await extract(client, user_message=message, assistant_message="")
+        entry = await logged(client, result["run"])
+    assert 0 < len(items(result, "fast")) <= 20
+    assert "at most 20 per call" in entry["fast"]["detail"] and "40 more" in entry["fast"]["detail"]
+    assert 0 < rows(config, "SELECT count(*) FROM memories")[0][0] <= 20
+
+
 async def test_secrets_in_an_exchange_are_never_stored(config: Config, segmenter: Segmenter) -> None:
     key = "sk-proj-" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z" * 2
     sampler = answering(
