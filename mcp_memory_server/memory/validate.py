@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import logging
 import re
+import unicodedata
 from collections.abc import Iterable
 from typing import cast, get_args
 
@@ -55,15 +56,28 @@ def clean(value: str) -> str:
     return _CONTROL.sub("", value).strip()
 
 
+# Characters that show nothing: format marks (zero-width space and joiners, soft hyphen, bidi
+# controls, the byte-order mark: Unicode category Cf) and every kind of space.
+_INVISIBLE = frozenset({"Cf", "Zs", "Zl", "Zp", "Cc"})
+
+
+def visible(value: str) -> bool:
+    """Whether `value` has a character that shows (it stops at the first one)."""
+    return any(unicodedata.category(c) not in _INVISIBLE for c in value)
+
+
 def is_blank(value: str) -> bool:
-    """Whether nothing is left of `value` once control characters and surrounding spaces go."""
-    return not clean(value)
+    """Whether nothing visible is left of `value` once control characters and surrounding spaces go."""
+    return not visible(clean(value))
 
 
 def text(value: str, *, field: str, limit: int) -> str:
     cleaned = clean(value)
-    if not cleaned:
-        raise InvalidInput(f"{field} is empty once control characters and surrounding spaces are removed.")
+    if not visible(cleaned):
+        raise InvalidInput(
+            f"{field} is empty once control characters, invisible marks (such as zero-width spaces) "
+            "and surrounding spaces are removed."
+        )
     if len(cleaned) > limit:
         raise InvalidInput(
             f"{field} is {len(cleaned):,} characters; the limit is {limit:,}. "
@@ -90,6 +104,10 @@ def key(value: str | None) -> str | None:
     cleaned = clean(value)
     if not cleaned:
         return None
+    if not visible(cleaned):
+        raise InvalidInput(
+            "key holds only invisible characters (zero-width or formatting marks); give a key such as user.city."
+        )
     if len(cleaned) > MAX_KEY_CHARS:
         raise InvalidInput(f"key is {len(cleaned)} characters; the limit is {MAX_KEY_CHARS}.")
     return cleaned

@@ -188,6 +188,21 @@ async def test_errors_are_tool_errors_not_success_text(client: Client) -> None:
     assert (await call(client, "list"))["total"] == 0  # nothing was half-written
 
 
+async def test_invisible_only_content_and_keys_are_refused(client: Client) -> None:
+    """Zero-width spaces, joiners, a soft hyphen, bidi marks, a byte-order mark and ideographic
+    spaces show nothing: as content or as a key they are refused, and nothing is stored. Inside
+    visible text they are kept as written (an emoji's joiner, a Chinese sentence's spaces)."""
+    marks = ("\u200b", "\u200b\u200c\u200d", "\u00ad", "\u202e\u2066", "\ufeff", "\u2060", " \u200b\u3000")
+    for invisible in (*marks, "\u3000\u00a0 "):
+        assert "invisible" in await error(client, "remember", content=invisible)
+    for invisible in marks:  # (a key of spaces alone is no key, as an empty one)
+        assert "invisible" in await error(client, "remember", content="用户住在杭州 lives in Hangzhou", key=invisible)
+    assert (await call(client, "list"))["total"] == 0
+    family = "👩\u200d👩\u200d👧 我们一家三口\u3000周末去爬山"
+    kept = await call(client, "remember", content=family, key="family.weekend")
+    assert (await call(client, "list"))["items"][0]["content"] == family and kept["action"] == "created"
+
+
 @pytest.mark.parametrize(
     "query", ['"', "*", "AND", "OR NOT", "NEAR(", "^", ":", "(", "😀", "a\x00b", "x" * 2000, "select * from memories;"]
 )
