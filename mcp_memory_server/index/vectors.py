@@ -165,11 +165,11 @@ class VectorIndex:
             self._build_bits()
 
     def remove(self, seqs: Iterable[int]) -> None:
-        for seq in seqs:
-            row = self._row.pop(seq, None)
-            if row is None:
-                continue
-            self._subtract(np.asarray([row], dtype=np.int64))
+        gone = list(dict.fromkeys(seq for seq in seqs if seq in self._row))
+        if gone:  # out of their groups' sums at once, before any row moves
+            self._subtract(np.fromiter((self._row[seq] for seq in gone), dtype=np.int64, count=len(gone)))
+        for seq in gone:
+            row = self._row.pop(seq)
             last = self._n - 1
             if row != last:  # the last row fills the hole, so the rows stay dense
                 moved = int(self._seqs[last])

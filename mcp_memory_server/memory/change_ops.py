@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from ..config.limits import MAX_CATEGORY_CHARS, MAX_KEY_CHARS
 from ..errors import InvalidInput
 from ..models import Draft, Memory, Model, RememberAction
-from ..store.rows import memory_id, parse_id, utcnow
+from ..store.rows import parse_id, utcnow
 from ..store.tx import Tx
 from ..text.redaction import describe
 from . import validate
@@ -118,8 +118,8 @@ def _parse(raw: object, position: int, ignored: set[str]) -> ChangeOp:
 
 async def _resolve(tx: Tx, key: str) -> Memory | None:
     found = await tx.by_key(key)
-    if found is None and (seq := parse_id(key)) is not None and memory_id(seq) == key:
-        found = await tx.get(seq)  # only the exact id: mem_001 is a key slot, not mem_1
+    if found is None and (seq := parse_id(key)) is not None:
+        found = await tx.get(seq)  # only the exact id (parse_id): mem_001 is a key slot, not mem_1
     return found
 
 

@@ -185,11 +185,13 @@ class Sieve:
             detail=detail,
             items=items,
         )
-        note = await self._note(user_message, assistant_message, session_id, client) if deep else None
+        # Each message screened whole, once, before anything cuts it (a secret a cut split would no
+        # longer match and keep most of its characters), and before the write lock is taken: no
+        # other writer waits on redaction. The fallback note and the log's previews are cut from it.
+        screened = (redact(user_message).text, redact(assistant_message).text)
+        note = await self._note(*screened, session_id, client) if deep else None
         pending = ChannelReport(outcome="pending", detail="Waiting for the client's model.", items=[])
-        # Screened whole and then cut (a secret the cut split would no longer match and keep most
-        # of its characters), before the write lock is taken: no other writer waits on redaction.
-        previews = (redact(user_message).text[:_PREVIEW], redact(assistant_message).text[:_PREVIEW])
+        previews = (screened[0][:_PREVIEW], screened[1][:_PREVIEW])
         async with self.service.store.transaction() as tx:
             seq = await extraction_log.insert(
                 tx,
@@ -214,13 +216,16 @@ class Sieve:
             entry.run, user_message, assistant_message, session_id, entry.client, entry.fast, entry.fallback_note
         )
 
-    async def _note(self, user_message: str, assistant_message: str, session_id: str | None, client: str | None) -> str:
+    async def _note(
+        self, user_screened: str, assistant_screened: str, session_id: str | None, client: str | None
+    ) -> str:
+        """The fallback note keeping the start of the exchange, from messages already screened."""
         text = (
-            f"[exchange not yet extracted] user: {user_message.strip()[:_NOTE_PART]} | "
-            f"assistant: {assistant_message.strip()[:_NOTE_PART]}"
+            f"[exchange not yet extracted] user: {user_screened.strip()[:_NOTE_PART]} | "
+            f"assistant: {assistant_screened.strip()[:_NOTE_PART]}"
         )
         result = await self.service.remember(
-            content=redact(text).text,
+            content=text,
             category="context",
             importance=0.3,
             confidence=0.5,

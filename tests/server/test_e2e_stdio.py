@@ -9,7 +9,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +19,9 @@ from mcp.client.stdio import StdioServerParameters
 
 from mcp_memory_server.config import Config
 from mcp_memory_server.server import build_server
-from mcp_memory_server.text import Segmenter
 
 from ..calls import call
+from ..gated_segmenter import GatedSegmenter
 from ..surface import PROMPTS, TOOLS
 from ..wire import environ
 
@@ -102,20 +101,8 @@ async def test_stdio_end_to_end(tmp_path: Path, cache_dir: Path, mode: str) -> N
         assert (await call(again, "recall", query="Python"))["hits"][0]["id"] == code["id"]
 
 
-class _GatedSegmenter(Segmenter):
-    """A real segmenter whose loading waits for the test to open the gate."""
-
-    def __init__(self, cache_dir: Path) -> None:
-        super().__init__(cache_dir)
-        self.gate = threading.Event()
-
-    def _load(self) -> None:
-        self.gate.wait(30)
-        super()._load()
-
-
 async def test_server_answers_before_jieba_has_loaded(config: Config, cache_dir: Path) -> None:
-    segmenter = _GatedSegmenter(cache_dir)
+    segmenter = GatedSegmenter(cache_dir)
     async with Client(build_server(config, segmenter)) as client:
         assert {t.name for t in (await client.list_tools()).tools} == TOOLS
         assert {p.name for p in (await client.list_prompts()).prompts} == PROMPTS

@@ -8,7 +8,6 @@ import json
 import os
 import shutil
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ from mcp_memory_server.text import Segmenter
 from mcp_memory_server.text.tokens import keywords, normalize
 
 from ..calls import call
+from ..gated_segmenter import GatedSegmenter
 
 pytestmark = pytest.mark.anyio
 
@@ -65,24 +65,12 @@ async def test_a_fresh_install_answers_the_first_remember_before_jieba_has_loade
         assert (again["action"], again["id"]) == ("unchanged", stored["id"])
 
 
-class _GatedSegmenter(Segmenter):
-    """A real segmenter whose loading waits for the test to open the gate."""
-
-    def __init__(self, cache_dir: Path) -> None:
-        super().__init__(cache_dir)
-        self.gate = threading.Event()
-
-    def _load(self) -> None:
-        self.gate.wait(60)
-        super()._load()
-
-
 async def test_recall_before_jieba_has_loaded_answers_from_bigrams_then_from_words(
     config: Config, cache_dir: Path, segmenter: Segmenter
 ) -> None:
     """While the dictionary loads, Chinese, English and mixed queries find the memory from the
     index's character bigrams; once it has loaded, the same queries take jieba's words."""
-    gated = _GatedSegmenter(cache_dir)
+    gated = GatedSegmenter(cache_dir)
     queries = ["花生过敏", "我对什么过敏", "吃了会怎么样", "peanut", "allergy 花生"]
     memories = [
         (MEMORY, "health"),
