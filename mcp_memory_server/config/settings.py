@@ -114,6 +114,15 @@ class Limits(Settings):
             "MCP_MEMORY_MAX_BATCH", "Most ids in one forget or restore call, and operations in one apply_changes call."
         ),
     ] = 200
+    max_extract_items: Annotated[
+        Count,
+        Env(
+            "MCP_MEMORY_MAX_EXTRACT",
+            "Most memories one extract call writes from each channel: the fast channel considers this many "
+            "sentences of the message (its detail says how many more were left for another call), the deep "
+            "channel this many of the model's items.",
+        ),
+    ] = 20
     max_body_bytes: Annotated[
         Count,
         Env(

@@ -116,11 +116,14 @@ def _parse(raw: object, position: int, ignored: set[str]) -> ChangeOp:
         raise InvalidInput(f"{_describe(position, raw)}: {problems}. Nothing was applied.") from None
 
 
-async def _resolve(tx: Tx, key: str) -> Memory | None:
-    found = await tx.by_key(key)
-    if found is None and (seq := parse_id(key)) is not None:
-        found = await tx.get(seq)  # only the exact id (parse_id): mem_001 is a key slot, not mem_1
-    return found
+async def _resolve(tx: Tx, key: str) -> tuple[Memory | None, bool]:
+    """The memory an operation's key names, and whether it named it by id. An id names exactly its
+    memory (`mem_12`; `mem_012` is a key slot, not mem_12); any other key names the memory holding
+    that slot, in its one spelling (`User.City` is `user.city`). A slot is never spelt like an id."""
+    if (seq := parse_id(key)) is not None:
+        return await tx.get(seq), True
+    slot = validate.key(key)
+    return (await tx.by_key(slot) if slot is not None else None), False
 
 
 def _draft(service: MemoryService, op: ChangeOp, position: int, client: str | None) -> Draft:
@@ -132,7 +135,7 @@ def _draft(service: MemoryService, op: ChangeOp, position: int, client: str | No
             service.config,
             content=op.payload,
             category_name=op.category,
-            key_name=op.key,
+            key_name=None if parse_id(op.key) is not None else op.key,  # an id is not a slot
             importance=op.importance / 10,
             confidence=0.8,
             tag_list=op.tags,
@@ -162,12 +165,14 @@ async def apply_changes(
     outcomes: list[ChangeOutcome] = []
     async with service.store.transaction() as tx:
         for i, op in enumerate(parsed, 1):
-            target = await _resolve(tx, op.key)
+            target, by_id = await _resolve(tx, op.key)
             if op.action == "del":
                 outcomes.append(await _delete(tx, op, i, target))
                 continue
             draft, digest, near_match = drafts[i]
-            action, mid = await _add(service, tx, draft, digest, near_match, now, target)
+            # An id that names no memory (deleted meanwhile): the payload becomes a new memory with
+            # no key slot, since a slot is never spelt like an id.
+            action, mid = await _add(service, tx, draft, digest, near_match, now, target if by_id else None)
             outcomes.append(ChangeOutcome(op=i, key=op.key, action=action, id=mid, withheld=list(draft.withheld)))
     counts = {a: sum(o.action == a for o in outcomes) for a in ("created", "updated", "merged", "unchanged", "deleted")}
     summary = ", ".join(f"{n} {a}" for a, n in counts.items() if n) or "no operations"
@@ -202,8 +207,8 @@ async def _add(
     now: datetime,
     target: Memory | None,
 ) -> tuple[RememberAction, str]:
-    if target is None or target.key == draft.key:
-        # A new key slot, or the memory holding this key: remember's own rules apply.
+    if target is None:
+        # A key slot, new or held: remember's own rules apply (an update of the memory holding it).
         result = await service.write(tx, draft, digest, near_match, now)
         return result.action, result.id
     # Named by its id: the memory keeps its own key slot (or none) and takes the new value.

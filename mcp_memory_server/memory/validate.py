@@ -14,6 +14,8 @@ from ..config.config import Config
 from ..config.limits import MAX_KEY_CHARS, MAX_SESSION_CHARS
 from ..errors import InvalidInput, SecretRefused
 from ..models import CATEGORY_PATTERN, SOURCE_ALIASES, Draft, Source, Tier
+from ..store.rows import parse_id
+from ..text.keys import normalise_key
 from ..text.redaction import describe, redact
 from ..text.tokens import normalize
 
@@ -99,6 +101,8 @@ def category(value: str) -> str:
 
 
 def key(value: str | None) -> str | None:
+    """The key slot's one spelling (text/keys.py: `User.City` and `user.сity` with a Cyrillic с are
+    `user.city`); None for no key (left out, or only spaces)."""
     if value is None:
         return None
     cleaned = clean(value)
@@ -108,9 +112,15 @@ def key(value: str | None) -> str | None:
         raise InvalidInput(
             "key holds only invisible characters (zero-width or formatting marks); give a key such as user.city."
         )
-    if len(cleaned) > MAX_KEY_CHARS:
+    normalised = normalise_key(cleaned)
+    if max(len(cleaned), len(normalised)) > MAX_KEY_CHARS:
         raise InvalidInput(f"key is {len(cleaned)} characters; the limit is {MAX_KEY_CHARS}.")
-    return cleaned
+    if parse_id(normalised) is not None:
+        raise InvalidInput(
+            f"key {quoted(value)} is spelt like a memory id; a key slot names a fact, such as user.city "
+            "(to change a memory by its id, pass the id to apply_changes as the operation's key)."
+        )
+    return normalised
 
 
 @functools.lru_cache(maxsize=256)

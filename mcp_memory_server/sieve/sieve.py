@@ -39,7 +39,6 @@ from .value import evaluate
 
 __all__ = ["ExtractResult", "Prepared", "Sieve", "parse_answer"]
 
-_MAX_ITEMS = 20
 _PREVIEW = 300
 _NOTE_PART = 400
 # The closing fence is tried from the start of a run of blanks (or right at the fence), not again
@@ -74,7 +73,7 @@ def digest(user_message: str, assistant_message: str, session_id: str | None) ->
     return hashlib.sha256(raw.encode()).hexdigest()[:32]
 
 
-def parse_answer(text: str) -> list[dict[str, Any]]:
+def parse_answer(text: str, limit: int = 20) -> list[dict[str, Any]]:
     """The memories in a model's answer: `{"memories": [...]}` or a bare list, possibly inside a
     code fence or after a sentence of prose. Raises ValueError saying what is wrong."""
     body = _FENCE.sub("", text.strip())
@@ -88,7 +87,7 @@ def parse_answer(text: str) -> list[dict[str, Any]]:
     items = value.get("memories") if isinstance(value, dict) else value
     if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
         raise ValueError('the answer is not {"memories": [objects]}')
-    return items[:_MAX_ITEMS]
+    return items[:limit]  # MCP_MEMORY_MAX_EXTRACT
 
 
 def _parts(score: Any) -> ValueParts:
@@ -154,7 +153,8 @@ class Sieve:
         signals = detect_signals(user_message)
         # As many as the deep channel takes from the model: one message cannot fill the store (a
         # 20,000-character message of preferences once wrote 919 memories in one call).
-        kept, over = signals[:_MAX_ITEMS], len(signals) - _MAX_ITEMS
+        most = self.service.config.limits.max_extract_items
+        kept, over = signals[:most], len(signals) - most
         items = [
             await self._consider(
                 s.content,
@@ -177,8 +177,8 @@ class Sieve:
         )
         if over > 0:
             detail += (
-                f" {over} more were not considered: at most {_MAX_ITEMS} per call, in the order of the"
-                " message; send the rest of the message in another extract call."
+                f" {over} more were not considered: at most {most} per call (MCP_MEMORY_MAX_EXTRACT), in the"
+                " order of the message; send the rest of the message in another extract call."
             )
         fast = ChannelReport(
             outcome="stored" if stored else "nothing",
@@ -255,7 +255,7 @@ class Sieve:
         note = prepared.note
         if answer is not None:
             try:
-                raw_items = parse_answer(answer)
+                raw_items = parse_answer(answer, self.service.config.limits.max_extract_items)
             except ValueError as exc:
                 failure = f"The model's answer was unusable: {exc}."
             else:

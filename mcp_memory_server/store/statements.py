@@ -95,6 +95,14 @@ class Statements:
 
     # ---- the profile -----------------------------------------------------------------------
     profile_stale: str  # (namespace,)
+
+    # ---- key slots in one spelling (the migration of store/key_slots.py) -------------------------
+    keyed_memories: str  # seq, namespace, key, updated_at of every keyed memory
+    merge_into_history: str  # (keeper seq, changed_at, merged seq)
+    adopt_history: str  # (keeper seq, merged seq)
+    set_key: str  # (key, seq)
+    keyed_archived: str  # seq, key of every keyed archived memory
+    set_archived_key: str  # (key, seq)
     profile: str  # (namespace,)
     profile_data: str  # (namespace,)
     profile_scrubbed: str  # (data, namespace)

@@ -21,6 +21,7 @@ from ..models import Memory, SessionState, Stats
 from ..text.keyword_query import KeywordQuery
 from ..text.segmenter import Segmenter
 from ..text.tokens import INDEX_VERSION, index_text, like_pattern
+from . import key_slots
 from .access_counts import Accesses
 from .backend import Backend, Conn
 from .changeset import Change, decode, encode, tell
@@ -117,6 +118,8 @@ class Store(VectorOps):
                     continue
                 for statement in statements:
                     await conn.execute(statement)
+                if version == key_slots.MIGRATION:
+                    await key_slots.merge_key_slots(conn, self._sql, self._tx_in)
                 if version == 1:
                     await conn.execute(self._sql.index_version_first, (str(INDEX_VERSION),))
                 await conn.execute(self._sql.migration_record, (version, name, iso(utcnow())))
@@ -187,6 +190,10 @@ class Store(VectorOps):
 
     def _tx(self, conn: Conn) -> Tx:
         return Tx(conn, self._sql, self.namespace, self._index_fields)
+
+    def _tx_in(self, conn: Conn, namespace: str) -> Tx:
+        """A transaction view in any namespace: for migrations, which change every namespace."""
+        return Tx(conn, self._sql, namespace, self._index_fields)
 
     @staticmethod
     def _index_fields(content: str, key: str | None, tags: Iterable[str], category: str) -> tuple[str, ...]:

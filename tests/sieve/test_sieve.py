@@ -345,3 +345,19 @@ async def test_maintenance_closes_runs_whose_model_never_answered(config: Config
     (status, deep, note), *_ = rows(config, "SELECT status, deep, note_seq FROM extraction_log")
     assert status == "done" and json.loads(deep)["outcome"] == "failed" and note is not None
     assert rows(config, f"SELECT category FROM memories WHERE seq = {note}") == [("context",)]
+
+
+async def test_the_cap_on_one_extract_call_is_a_setting(config: Config, segmenter: Segmenter) -> None:
+    """MCP_MEMORY_MAX_EXTRACT bounds both channels: the fast channel's sentences and the model's items."""
+    capped = config.with_changes(max_extract_items=3)
+    message = " ".join(
+        f"请记住，我的第{n + 1}个孩子叫小{'甲乙丙丁戊己'[n]}。 Remember that my car number {n} is blue."
+        for n in range(6)
+    )
+    async with Client(build_server(capped, segmenter)) as client:
+        result = await extract(client, user_message=message, assistant_message="")
+        entry = await logged(client, result["run"])
+    assert 0 < len(items(result, "fast")) <= 3
+    assert "at most 3 per call (MCP_MEMORY_MAX_EXTRACT)" in entry["fast"]["detail"]
+    model_items = [{"content": f"User item number {n}", "category": "fact", "importance": 7} for n in range(10)]
+    assert len(parse_answer(json.dumps({"memories": model_items}), capped.limits.max_extract_items)) == 3

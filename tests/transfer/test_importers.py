@@ -220,7 +220,7 @@ async def test_an_edited_observation_updates_its_memory_and_a_removed_one_change
     assert (summary.created, summary.updated, summary.present) == (1, 2, 28)
     memories = by_content(config)
     assert memories["张伟：在北京工作"]["key"] == "kg:张伟#1" and "张伟：在上海工作" not in memories
-    assert memories["Alice Chen: Plays chess"]["key"] == "kg:Alice Chen#4"
+    assert memories["Alice Chen: Plays chess"]["key"] == "kg:alice chen#4"
     (seq,) = rows(config, "SELECT seq FROM memories WHERE key = 'kg:张伟#1'")[0]
     history = await MemoryService(store).history(f"mem_{seq}")
     assert [(h["content"], h["reason"]) for h in history] == [("张伟：在上海工作", "imported")]

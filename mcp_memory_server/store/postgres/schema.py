@@ -231,4 +231,11 @@ MIGRATIONS: tuple[Migration, ...] = (
             "ALTER TABLE memory_vectors ADD COLUMN script SMALLINT NOT NULL DEFAULT 0",
         ),
     ),
+    (
+        12,
+        "key slots in one spelling",
+        # Its work is done by the program (store/key_slots.py: NFKC, case folding, look-alike
+        # letters), since the statements cannot spell keys the way text/keys.py does.
+        (),
+    ),
 )

@@ -151,6 +151,17 @@ class PgStatements(Statements):
     end_session = "DELETE FROM sessions WHERE namespace = %s AND session_id = %s"
 
     profile_stale = "UPDATE profile SET stale = true WHERE namespace = %s AND NOT stale"
+
+    keyed_memories = "SELECT seq, namespace, key, updated_at FROM memories WHERE key IS NOT NULL"
+    merge_into_history = (
+        "INSERT INTO memory_history (memory_seq, content, key, category, importance, confidence, tags, source,"
+        " reason, changed_at) SELECT %s, content, key, category, importance, confidence, tags, source, 'merged', %s"
+        " FROM memories WHERE seq = %s"
+    )
+    adopt_history = "UPDATE memory_history SET memory_seq = %s WHERE memory_seq = %s"
+    set_key = "UPDATE memories SET key = %s WHERE seq = %s"
+    keyed_archived = "SELECT seq, key FROM memory_archive WHERE key IS NOT NULL"
+    set_archived_key = "UPDATE memory_archive SET key = %s WHERE seq = %s"
     profile = "SELECT data, manual, stale FROM profile WHERE namespace = %s"
     profile_data = "SELECT data FROM profile WHERE namespace = %s"
     profile_scrubbed = "UPDATE profile SET data = %s, stale = true WHERE namespace = %s"

@@ -155,6 +155,17 @@ class SqliteStatements(Statements):
     end_session = "DELETE FROM sessions WHERE namespace = ? AND session_id = ?"
 
     profile_stale = "UPDATE profile SET stale = 1 WHERE namespace = ? AND stale = 0"
+
+    keyed_memories = "SELECT seq, namespace, key, updated_at FROM memories WHERE key IS NOT NULL"
+    merge_into_history = (
+        "INSERT INTO memory_history (memory_seq, content, key, category, importance, confidence, tags, source,"
+        " reason, changed_at) SELECT ?, content, key, category, importance, confidence, tags, source, 'merged', ?"
+        " FROM memories WHERE seq = ?"
+    )
+    adopt_history = "UPDATE memory_history SET memory_seq = ? WHERE memory_seq = ?"
+    set_key = "UPDATE memories SET key = ? WHERE seq = ?"
+    keyed_archived = "SELECT seq, key FROM memory_archive WHERE key IS NOT NULL"
+    set_archived_key = "UPDATE memory_archive SET key = ? WHERE seq = ?"
     profile = "SELECT data, manual, stale FROM profile WHERE namespace = ?"
     profile_data = "SELECT data FROM profile WHERE namespace = ?"
     profile_scrubbed = "UPDATE profile SET data = ?, stale = 1 WHERE namespace = ?"
