@@ -30,6 +30,7 @@ from ..config.config import Config
 from ..errors import InvalidInput
 
 __all__ = [
+    "CALLER_SCOPE_KEY",
     "LOOPBACK",
     "NAMESPACE_SCOPE_KEY",
     "Access",
@@ -45,6 +46,9 @@ log = logging.getLogger(__name__)
 
 # The ASGI scope key the gate sets; ASGI lets servers and middleware add keys of their own.
 NAMESPACE_SCOPE_KEY = "mcp_memory_server.namespace"
+# Which token made the request, as the hex SHA-256 of it (never the token itself): what one caller
+# may hold of the server, such as its MCP sessions, is counted by it.
+CALLER_SCOPE_KEY = "mcp_memory_server.caller"
 _REALM = 'Bearer realm="jiyi"'
 
 Scope = MutableMapping[str, Any]
@@ -150,6 +154,11 @@ class Access:
         return cls.from_tokens(tokens) if tokens else None
 
     @property
+    def callers(self) -> int:
+        """How many tokens are accepted."""
+        return len(self._tokens)
+
+    @property
     def namespaces(self) -> tuple[str, ...]:
         return tuple(sorted({namespace for _, namespace in self._tokens}))
 
@@ -189,8 +198,9 @@ class BearerGate:
         token = _bearer(scope)
         if self.public is not None and self.public(scope.get("path", "")):
             namespace = self.access.namespace_for(token) if token else None
-            if namespace is not None:
+            if token and namespace is not None:
                 scope[NAMESPACE_SCOPE_KEY] = namespace
+                scope[CALLER_SCOPE_KEY] = _digest(token).hex()
             await self.app(scope, receive, send)
             return
         if token is None:
@@ -201,6 +211,7 @@ class BearerGate:
             await _refuse(send, "invalid_token", "the bearer token is not one this server accepts.")
             return
         scope[NAMESPACE_SCOPE_KEY] = namespace
+        scope[CALLER_SCOPE_KEY] = _digest(token).hex()
         await self.app(scope, receive, send)
 
 
