@@ -3,10 +3,12 @@
 HTTP mode can require a bearer token on every request (`MCP_MEMORY_TOKENS`,
 `MCP_MEMORY_TOKENS_FILE`). Each token belongs to a namespace: the gate in front of the MCP app
 checks the token of every request (not only the first of a session, so a stolen session id is
-worth nothing without a token) and writes the token's namespace into the request's ASGI scope,
-where the MCP handlers and the dashboard read it (`request_namespace`). Only the dashboard's page,
-its static files and /ui/api/info, which hold no data, pass without a token. Namespaces are
-separate memories in one database: every query of the store is limited to one namespace.
+worth nothing without the token that opened it) and writes the token's namespace into the
+request's ASGI scope, where the MCP handlers and the dashboard read it (`request_namespace`),
+and which token it was (`CALLER_SCOPE_KEY`: what one token holds, such as its MCP sessions, is
+counted by it). Only the dashboard's page, its static files and /ui/api/info, which hold no data,
+pass without a token. Namespaces are separate memories in one database: every query of the store
+is limited to one namespace.
 
 The Host and Origin patterns of DNS-rebinding protection live here too, shared by /mcp and /ui.
 

@@ -27,7 +27,7 @@ __all__ = ["AUTO_CAP", "Acceptor", "connection_cap", "raise_open_file_limit"]
 log = logging.getLogger(__name__)
 
 AUTO_CAP = 4096  # connections at most when the cap is derived from the open-file limit
-_RESERVED = 128  # descriptors kept for the rest of the process however the cap is set
+_RESERVED = 128  # descriptors kept for the rest of the process however the cap is set (half, below 256)
 _RETRY_S = 0.5  # pause after the system refused a connection for want of descriptors or memory
 _GAVE_UP = (errno.ECONNABORTED, errno.EPROTO, errno.EINTR)  # the client left while queued
 _CLOSED = (errno.EBADF, errno.EINVAL, errno.ENOTSOCK)
@@ -61,7 +61,7 @@ def connection_cap(configured: int, open_files: int | None) -> int:
     """The connection cap: `configured`, or for 0 half the open-file limit and at most
     `AUTO_CAP`; never so high that the connections could take the descriptors the rest of the
     process needs (a higher configured value is lowered, with a warning)."""
-    room = AUTO_CAP if open_files is None else max(1, open_files - _RESERVED)
+    room = AUTO_CAP if open_files is None else max(1, open_files - min(_RESERVED, open_files // 2))
     if configured == 0:
         return max(1, min(AUTO_CAP, room, (open_files or 2 * AUTO_CAP) // 2))
     if configured > room:

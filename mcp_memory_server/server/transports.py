@@ -230,7 +230,7 @@ async def _serve(app: Any, config: Config, host: str, port: int, ready: Callable
             await super().shutdown(sockets)
 
     level = logging.getLogger().getEffectiveLevel()
-    # No WebSocket endpoint: an upgrade request is served as plain HTTP (and answered 404).
+    # No WebSocket endpoint: a request asking for an upgrade is served as plain HTTP.
     settings = uvicorn.Config(app, host=host, port=port, log_config=None, log_level=level, ws="none")
     with sock, repeats_counted(_COUNTED):
         await Server(settings).serve()
@@ -251,8 +251,8 @@ _REQUEST_TIMEOUT = (
 def _connection_protocol() -> Callable[..., asyncio.Protocol]:
     """uvicorn's HTTP/1.1 protocol (h11) with read deadlines, which it does not have: it times
     out only a connection idle between requests (keep-alive), so a socket that sent half a
-    request's head, or a body slower than a byte per minute, was held for ever (1,030 such sockets
-    took every file descriptor). Here a request's head must arrive whole within `read_s` of its
+    request's head, or stopped or trickled halfway through its body, was held for ever (1,030
+    such sockets took every file descriptor). Here a request's head must arrive whole within `read_s` of its
     first byte (of the connection, for the first request), and its body may pause no longer than
     `read_s` and take no longer than `body_s` in all; a connection that misses a deadline is
     closed (a late head is answered 408 first), the others never notice. The pause is not counted
@@ -346,7 +346,11 @@ def _connection_protocol() -> Callable[..., asyncio.Protocol]:
                 self._phase = None
                 self.transport.close()
             else:
-                log.info("closed a connection whose request body stalled or took over %g s", self._body_s)
+                log.info(
+                    "closed a connection whose request body paused over %g s or took over %g s",
+                    self._read_s,
+                    self._body_s,
+                )
                 self._phase = None
                 self.transport.abort()  # nothing can be answered in the middle of a request
 

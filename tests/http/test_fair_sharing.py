@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
+import logging
 import random
 import resource
 import select
@@ -26,6 +27,9 @@ from typing import Any
 import anyio
 import anyio.to_thread
 import pytest
+
+from mcp_memory_server.server.connections import AUTO_CAP, connection_cap
+from mcp_memory_server.server.log_repeats import RepeatFilter
 
 from .. import wire
 from ..calls import call
@@ -364,3 +368,46 @@ async def test_a_connection_flood_is_logged_in_a_few_lines(tmp_path: Path, cache
         assert not still_open, still_open
         await _bob_works(served.url, "之后 after")
         assert proc.poll() is None
+
+
+# ---- the parts on their own -----------------------------------------------------------------
+
+
+def test_a_repeated_record_is_written_once_per_interval_with_the_count_left_out() -> None:
+    now = [0.0]
+    repeats = RepeatFilter(interval=10, clock=lambda: now[0])
+    logger = logging.getLogger("tests.fair_sharing.repeats")
+
+    def record(message: str, *args: object) -> logging.LogRecord:
+        return logger.makeRecord(logger.name, logging.ERROR, __file__, 1, message, args, None)
+
+    written = []
+    for second in range(25):  # the same error 10 times a second for 25 s, and another beside it
+        now[0] = float(second)
+        for _ in range(10):
+            first = record("socket.accept() out of system resource: %s", "Too many open files")
+            if repeats.filter(first):
+                written.append(first.getMessage())
+        other = record("连接 %d 已关闭", second % 2)  # two messages by their arguments: each its own allowance
+        if repeats.filter(other):
+            written.append(other.getMessage())
+    assert written == [
+        "socket.accept() out of system resource: Too many open files",
+        "连接 0 已关闭",
+        "连接 1 已关闭",
+        "socket.accept() out of system resource: Too many open files (and 99 more like it in the last 10 s)",
+        "连接 0 已关闭 (and 4 more like it in the last 10 s)",
+        "连接 1 已关闭 (and 4 more like it in the last 10 s)",
+        "socket.accept() out of system resource: Too many open files (and 99 more like it in the last 10 s)",
+        "连接 0 已关闭 (and 4 more like it in the last 10 s)",
+        "连接 1 已关闭 (and 4 more like it in the last 10 s)",
+    ]
+
+
+def test_the_connection_cap_leaves_room_for_the_rest_of_the_process() -> None:
+    assert connection_cap(0, 1024) == 512
+    assert connection_cap(0, 1_048_576) == AUTO_CAP
+    assert connection_cap(0, None) == AUTO_CAP
+    assert connection_cap(100, 1024) == 100
+    assert connection_cap(5000, 1024) == 1024 - 128  # lowered, with a warning
+    assert connection_cap(0, 100) == 50
