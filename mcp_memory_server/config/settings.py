@@ -386,6 +386,35 @@ class Http(Settings):
             secret=True,
         ),
     ] = ()
+    # Fair sharing: what one caller can hold of the server (docs/http.md, "Limits").
+    sessions_per_token: Annotated[
+        Count,
+        Env(
+            "MCP_MEMORY_HTTP_SESSIONS_PER_TOKEN",
+            "Open MCP sessions one bearer token may hold (all clients count as one without tokens); a new one "
+            "ends that token's least recently used idle session, or is refused with 429 when all are busy.",
+        ),
+    ] = 32
+    max_connections: Annotated[
+        int,
+        Field(ge=0),
+        Env(
+            "MCP_MEMORY_HTTP_MAX_CONNECTIONS",
+            "Open HTTP connections at most; more wait to be accepted (0: half the open-file limit, at most 4096).",
+        ),
+    ] = 0
+    read_timeout_s: Annotated[
+        Positive,
+        Env(
+            "MCP_MEMORY_HTTP_READ_TIMEOUT",
+            "Seconds a connection has to send a request's headers whole, and the longest pause within its body; "
+            "then it is closed.",
+        ),
+    ] = 10.0
+    body_timeout_s: Annotated[
+        Positive,
+        Env("MCP_MEMORY_HTTP_BODY_TIMEOUT", "Seconds a request's whole body may take to arrive; then it is closed."),
+    ] = 60.0
 
 
 class Conversation(Settings):

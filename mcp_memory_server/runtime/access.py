@@ -3,10 +3,12 @@
 HTTP mode can require a bearer token on every request (`MCP_MEMORY_TOKENS`,
 `MCP_MEMORY_TOKENS_FILE`). Each token belongs to a namespace: the gate in front of the MCP app
 checks the token of every request (not only the first of a session, so a stolen session id is
-worth nothing without a token) and writes the token's namespace into the request's ASGI scope,
-where the MCP handlers and the dashboard read it (`request_namespace`). Only the dashboard's page,
-its static files and /ui/api/info, which hold no data, pass without a token. Namespaces are
-separate memories in one database: every query of the store is limited to one namespace.
+worth nothing without the token that opened it) and writes the token's namespace into the
+request's ASGI scope, where the MCP handlers and the dashboard read it (`request_namespace`),
+and which token it was (`CALLER_SCOPE_KEY`: what one token holds, such as its MCP sessions, is
+counted by it). Only the dashboard's page, its static files and /ui/api/info, which hold no data,
+pass without a token. Namespaces are separate memories in one database: every query of the store
+is limited to one namespace.
 
 The Host and Origin patterns of DNS-rebinding protection live here too, shared by /mcp and /ui.
 
@@ -30,6 +32,7 @@ from ..config.config import Config
 from ..errors import InvalidInput
 
 __all__ = [
+    "CALLER_SCOPE_KEY",
     "LOOPBACK",
     "NAMESPACE_SCOPE_KEY",
     "Access",
@@ -45,6 +48,9 @@ log = logging.getLogger(__name__)
 
 # The ASGI scope key the gate sets; ASGI lets servers and middleware add keys of their own.
 NAMESPACE_SCOPE_KEY = "mcp_memory_server.namespace"
+# Which token made the request, as the hex SHA-256 of it (never the token itself): what one caller
+# may hold of the server, such as its MCP sessions, is counted by it.
+CALLER_SCOPE_KEY = "mcp_memory_server.caller"
 _REALM = 'Bearer realm="jiyi"'
 
 Scope = MutableMapping[str, Any]
@@ -150,6 +156,11 @@ class Access:
         return cls.from_tokens(tokens) if tokens else None
 
     @property
+    def callers(self) -> int:
+        """How many tokens are accepted."""
+        return len(self._tokens)
+
+    @property
     def namespaces(self) -> tuple[str, ...]:
         return tuple(sorted({namespace for _, namespace in self._tokens}))
 
@@ -189,8 +200,9 @@ class BearerGate:
         token = _bearer(scope)
         if self.public is not None and self.public(scope.get("path", "")):
             namespace = self.access.namespace_for(token) if token else None
-            if namespace is not None:
+            if token and namespace is not None:
                 scope[NAMESPACE_SCOPE_KEY] = namespace
+                scope[CALLER_SCOPE_KEY] = _digest(token).hex()
             await self.app(scope, receive, send)
             return
         if token is None:
@@ -201,6 +213,7 @@ class BearerGate:
             await _refuse(send, "invalid_token", "the bearer token is not one this server accepts.")
             return
         scope[NAMESPACE_SCOPE_KEY] = namespace
+        scope[CALLER_SCOPE_KEY] = _digest(token).hex()
         await self.app(scope, receive, send)
 
 

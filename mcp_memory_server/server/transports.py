@@ -3,20 +3,23 @@ stdio with a reply to every line that is not a message."""
 
 # No `from __future__ import annotations`, like the other modules that use the SDK's types.
 
+import asyncio
 import errno
+import functools
 import logging
 import os
 import socket
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import suppress
-from typing import Any, Self
+from typing import Any, Literal, Self
 
 import anyio
 import anyio.to_thread
 import mcp_types
 import pydantic_core
 from mcp.server.mcpserver import MCPServer
+from mcp.server.streamable_http_manager import DEFAULT_SESSION_IDLE_TIMEOUT
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.message import SessionMessage
 from mcp_types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
@@ -26,6 +29,9 @@ from ..config.config import Config
 from ..errors import CannotListen
 from ..runtime.access import Access, BearerGate, HostGuard, origin_patterns
 from ..runtime.namespaces import Opened, Spaces
+from .connections import Acceptor, connection_cap, raise_open_file_limit
+from .log_repeats import repeats_counted
+from .session_quota import SessionQuota
 
 __all__ = [
     "MAX_LINE",
@@ -53,7 +59,12 @@ def http_app(server: MCPServer[Spaces], config: Config, access: Access | None, o
     """The ASGI app of HTTP mode: streamable HTTP at /mcp with its request-size limit and
     DNS-rebinding protection, behind the bearer-token gate when tokens are configured; with
     `opened` (which the server's lifespan fills), the dashboard at /ui over the same namespaces.
-    `GET /` leads a browser on: to the dashboard, or (without it) to a page naming /mcp."""
+    `GET /` leads a browser on: to the dashboard, or (without it) to a page naming /mcp.
+
+    Sessions are counted per token (session_quota.py; without tokens all clients are one caller);
+    the SDK's own total, which answers 503 to everyone once reached, is set above what all callers
+    together may hold, so no caller alone can reach it."""
+    per_token = config.http.sessions_per_token
     app: Any = server.streamable_http_app(
         streamable_http_path="/mcp",
         max_request_body_size=config.limits.max_body_bytes,
@@ -62,7 +73,11 @@ def http_app(server: MCPServer[Spaces], config: Config, access: Access | None, o
         # the request's progress and log messages still reach the client), and no request needs
         # the replica that served the one before; json_response stays off for that reason.
         stateless_http=config.http.stateless_http,
+        session_idle_timeout=DEFAULT_SESSION_IDLE_TIMEOUT,
+        max_sessions=per_token * ((access.callers if access is not None else 1) + 1),
     )
+    if not config.http.stateless_http:
+        app = SessionQuota(app, per_token, DEFAULT_SESSION_IDLE_TIMEOUT)
     app = HostGuard(app, config.http.allowed_hosts)
     if config.http.stateless_http:
         app = _NoListenStream(app)
@@ -137,7 +152,7 @@ async def serve_http(
             "stateless without MCP_MEMORY_STATE_KEYS: a 2026-07-28 call that asks the client's model (extract, "
             "refresh_profile) fails when its second round reaches another replica; give every replica the same key"
         )
-    await _serve(http_app(server, config, access, opened), host, port, ready)
+    await _serve(http_app(server, config, access, opened), config, host, port, ready)
 
 
 async def serve_dashboard(
@@ -148,7 +163,7 @@ async def serve_dashboard(
     from ..http import dashboard
 
     app = Root(dashboard.standalone(config, access), dashboard.PREFIX + "/")
-    await _serve(app, host, port, lambda base: ready(base + dashboard.PREFIX))
+    await _serve(app, config, host, port, lambda base: ready(base + dashboard.PREFIX))
 
 
 def listen_socket(host: str, port: int) -> socket.socket:
@@ -178,21 +193,168 @@ def _why(exc: OSError) -> str:
     return reasons.get(exc.errno or 0, exc.strerror or str(exc))
 
 
-async def _serve(app: Any, host: str, port: int, ready: Callable[[str], None] | None = None) -> None:
+async def _serve(app: Any, config: Config, host: str, port: int, ready: Callable[[str], None] | None = None) -> None:
+    """uvicorn's server with connections accepted here (connections.py: at most the connection
+    cap open, the rest waiting in the listen queue) and each served by `_connection_protocol`
+    (read deadlines); repeated log records counted instead of written (log_repeats.py)."""
     import uvicorn
 
     sock = listen_socket(host, port)
     name = f"[{host}]" if ":" in host else host
+    cap = connection_cap(config.http.max_connections, raise_open_file_limit())
+    deadlines = config.http.read_timeout_s, config.http.body_timeout_s
+    acceptors: list[Acceptor] = []
 
     class Server(uvicorn.Server):
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-            await super().startup(sockets)
-            if ready is not None and self.started:
+            # uvicorn's start-up (the app's lifespan) with no socket of its own to serve.
+            await super().startup([])
+            if not self.started:
+                return
+            protocol = _connection_protocol()
+
+            def connection(release: Callable[[], None]) -> asyncio.Protocol:
+                return protocol(self.config, self.server_state, self.lifespan.state, release, *deadlines)
+
+            acceptor = Acceptor(sock, connection, cap, self.config.backlog)
+            acceptor.start()
+            acceptors.append(acceptor)
+            log.debug("at most %d connections open at once", cap)
+            if ready is not None:
                 ready(f"http://{name}:{sock.getsockname()[1]}")
 
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            for acceptor in acceptors:
+                acceptor.close()
+                await acceptor.wait_closed()
+            await super().shutdown(sockets)
+
     level = logging.getLogger().getEffectiveLevel()
-    with sock:
-        await Server(uvicorn.Config(app, host=host, port=port, log_config=None, log_level=level)).serve([sock])
+    # No WebSocket endpoint: a request asking for an upgrade is served as plain HTTP.
+    settings = uvicorn.Config(app, host=host, port=port, log_config=None, log_level=level, ws="none")
+    with sock, repeats_counted(_COUNTED):
+        await Server(settings).serve()
+
+
+# The project's loggers that can repeat a record per connection or per request: counted before
+# their records also reach the MCP clients (log_messages.LogRelay), not only on stderr.
+_COUNTED = tuple(f"{__package__}.{module}" for module in ("connections", "session_quota", "transports"))
+
+
+_REQUEST_TIMEOUT = (
+    b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; charset=utf-8\r\nconnection: close\r\n"
+    b"content-length: %d\r\n\r\n%s"
+)
+
+
+@functools.cache
+def _connection_protocol() -> Callable[..., asyncio.Protocol]:
+    """uvicorn's HTTP/1.1 protocol (h11) with read deadlines, which it does not have: it times
+    out only a connection idle between requests (keep-alive), so a socket that sent half a
+    request's head, or stopped or trickled halfway through its body, was held for ever (1,030
+    such sockets took every file descriptor). Here a request's head must arrive whole within `read_s` of its
+    first byte (of the connection, for the first request), and its body may pause no longer than
+    `read_s` and take no longer than `body_s` in all; a connection that misses a deadline is
+    closed (a late head is answered 408 first), the others never notice. The pause is not counted
+    while the server itself has stopped reading (the app has not taken what came). Built on first
+    use: stdio mode never imports uvicorn."""
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class Protocol(H11Protocol):
+        def __init__(
+            self,
+            config: Any,
+            server_state: Any,
+            app_state: dict[str, Any],
+            release: Callable[[], None],
+            read_s: float,
+            body_s: float,
+        ) -> None:
+            super().__init__(config, server_state, app_state)
+            self._release = release
+            self._read_s = read_s
+            self._body_s = body_s
+            self._phase: Literal["head", "body"] | None = None
+            self._began = 0.0  # when the phase began
+            self._heard = 0.0  # when bytes last arrived
+            self._timer: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._heard = self.loop.time()
+            self._enter("head")
+
+        def data_received(self, data: bytes) -> None:
+            self._heard = self.loop.time()
+            super().data_received(data)
+            self._watch(arrived=True)
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            self._watch(arrived=bool(self.conn.trailing_data[0]))
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._enter(None)
+            try:
+                super().connection_lost(exc)
+            finally:
+                self._release()
+
+        def _watch(self, arrived: bool) -> None:
+            """Follow the request being read: its head (from its first byte: uvicorn's keep-alive
+            timer closes a connection that sends none), its body, or nothing to read."""
+            state = self.conn.their_state
+            if self.transport.is_closing():
+                self._enter(None)
+            elif state is h11.IDLE:
+                if self._phase != "head" and arrived:
+                    self._enter("head")
+            elif state is h11.SEND_BODY:
+                if self._phase != "body":
+                    self._enter("body")
+            else:
+                self._enter(None)
+
+        def _enter(self, phase: Literal["head", "body"] | None) -> None:
+            self._phase = phase
+            self._began = self._heard = self.loop.time()
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            if phase is not None:
+                self._timer = self.loop.call_at(self._deadline(), self._check)
+
+        def _deadline(self) -> float:
+            if self._phase == "head":
+                return self._began + self._read_s
+            if self.flow.read_paused:  # not the client's pause: the app has not read what came
+                self._heard = self.loop.time()
+            return min(self._began + self._body_s, self._heard + self._read_s)
+
+        def _check(self) -> None:
+            self._timer = None
+            if self._phase is None or self.transport.is_closing():
+                return
+            deadline = self._deadline()
+            if self.loop.time() < deadline:
+                self._timer = self.loop.call_at(deadline, self._check)
+            elif self._phase == "head":
+                log.info("closed a connection that did not send a request's headers in %g s", self._read_s)
+                message = b"The request's headers did not arrive in time.\n"
+                self.transport.write(_REQUEST_TIMEOUT % (len(message), message))
+                self._phase = None
+                self.transport.close()
+            else:
+                log.info(
+                    "closed a connection whose request body paused over %g s or took over %g s",
+                    self._read_s,
+                    self._body_s,
+                )
+                self._phase = None
+                self.transport.abort()  # nothing can be answered in the middle of a request
+
+    return Protocol
 
 
 async def serve_stdio(server: MCPServer[Spaces]) -> None:
