@@ -322,8 +322,14 @@ class Stats(Model):
     by_category: dict[str, int]
     by_tier: dict[str, int]
     sessions: int
-    db_path: str
-    db_bytes: int
+    db_path: str | None = Field(
+        description="Where the database is; null for a token holder of an HTTP server, whose database other "
+        "namespaces may share."
+    )
+    db_bytes: int | None = Field(
+        description="The database's size on disk, every namespace's memories included; null for a token holder "
+        "of an HTTP server (it would tell how much the other namespaces write)."
+    )
     schema_version: int
     oldest: datetime | None
     newest: datetime | None

@@ -85,7 +85,7 @@ def _preview(content: str) -> str:
 
 def _candidate(row: CleanupRow) -> CleanupCandidate:
     return CleanupCandidate(
-        id=memory_id(row.seq),
+        id=memory_id(row.number),
         preview=_preview(row.content),
         category=row.category,
         importance=row.importance,
@@ -142,7 +142,7 @@ async def cleanup(
                 chosen.append(row)
             else:
                 kept[rule] += 1
-        going = {row.seq for row in chosen}
+        going = {row.number for row in chosen}
         # A copy selected only as a duplicate stays while the copy it duplicates is going itself:
         # the content must not leave with every copy (the next run picks among the remaining ones).
         chosen = [r for r in chosen if r.unused or r.low_importance or r.duplicate_of not in going]
@@ -155,7 +155,7 @@ async def cleanup(
     else:
         detail = f"Archived {moved} of {count} memories (restore brings them back); {saved} kept by keep rules."
     # A run that archived something is news; the periodic one that found nothing is not.
-    archived_ids = ", ".join(memory_id(r.seq) for r in chosen[:10]) + (", ..." if len(chosen) > 10 else "")
+    archived_ids = ", ".join(memory_id(r.number) for r in chosen[:10]) + (", ..." if len(chosen) > 10 else "")
     log.log(
         logging.INFO if moved else logging.DEBUG,
         "cleanup: %s%s",
@@ -184,25 +184,25 @@ async def restore(store: Store, ids: Sequence[str], *, now: datetime | None = No
     if not ids:
         raise InvalidInput("ids is empty; give the ids of archived memories to restore, such as ['mem_12'].")
     validate.batch(len(ids), store.config, "ids")
-    seqs: dict[str, int | None] = {}
+    numbers: dict[str, int | None] = {}
     for text in dict.fromkeys(i.strip() for i in ids):
-        seqs[text] = parse_id(text)  # an id names one memory at most: mem_07 is not mem_7
-    wanted = list(seqs)
-    known = [s for s in seqs.values() if s is not None]
+        numbers[text] = parse_id(text)  # an id names one memory at most: mem_07 is not mem_7
+    wanted = list(numbers)
+    known = [n for n in numbers.values() if n is not None]
     restored: list[str] = []
     not_found: list[str] = []
     conflicts: list[RestoreConflict] = []
     async with store.transaction() as tx:
-        found = {a.seq: a for a in await archive.archived(tx, known)}
-        live = await archive.live_seqs(tx, known)
+        found = {a.number: a for a in await archive.archived(tx, known)}
+        live = await archive.live_numbers(tx, known)
         holders = await archive.key_holders(tx, [a.key for a in found.values() if a.key is not None])
         claimed: dict[str, str] = {}  # key -> id restored by this call
         back: list[int] = []
         for text in wanted:
-            seq = seqs[text]
-            entry = found.get(seq) if seq is not None else None
+            number = numbers[text]
+            entry = found.get(number) if number is not None else None
             if entry is None:
-                if seq in live:
+                if number in live:
                     conflicts.append(RestoreConflict(id=text, reason=f"{text} is a live memory, not archived."))
                 else:
                     not_found.append(text)
@@ -239,23 +239,24 @@ async def expire_sessions(store: Store, *, now: datetime | None = None) -> Expir
     async with store.transaction() as tx:
         idle = await archive.idle_sessions(tx, iso(now - timedelta(minutes=config.lifecycle.session_idle_minutes)))
         for session_id, updated_at in idle:
-            promoted: list[int] = []
-            dropped: list[int] = []
+            promoted: list[archive.WorkingMemory] = []
+            dropped: list[archive.WorkingMemory] = []
             for memory in await archive.working_memories(tx, session_id):
                 useful = (
                     memory.importance >= config.lifecycle.promote_importance
                     or memory.access_count >= config.lifecycle.promote_accesses
                 )
-                (promoted if useful else dropped).append(memory.seq)
-            await archive.promote(tx, promoted)
-            await archive.archive(tx, dict.fromkeys(dropped, f"session expired: {session_id}"), iso(now))
+                (promoted if useful else dropped).append(memory)
+            await archive.promote(tx, [m.seq for m in promoted])
+            reason = f"session expired: {session_id}"
+            await archive.archive(tx, dict.fromkeys((m.seq for m in dropped), reason), iso(now))
             await archive.end_session(tx, session_id)
             ended.append(
                 ExpiredSession(
                     session_id=session_id,
                     last_active=datetime.fromisoformat(updated_at),
-                    promoted=[memory_id(s) for s in promoted],
-                    archived=[memory_id(s) for s in dropped],
+                    promoted=[memory_id(m.number) for m in promoted],
+                    archived=[memory_id(m.number) for m in dropped],
                 )
             )
     return ExpiryResult(sessions=ended)

@@ -63,7 +63,7 @@ class Scored:
         r = self.candidate.row
         keyword, semantic, category, recency, frequency, confidence, boost = self.parts
         return {
-            "id": memory_id(r.seq),
+            "id": memory_id(r.number),
             "content": r.content,
             "key": r.key,
             "category": r.category,

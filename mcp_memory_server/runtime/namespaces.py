@@ -87,13 +87,14 @@ class AppState:
         return self.store.namespace
 
     async def stats(self) -> Stats:
-        """The namespace's statistics. Behind tokens the database's location on the server is
-        nobody's business but the operator's: only its file name is shown."""
+        """The namespace's statistics. Behind tokens the database is the operator's and may hold
+        other namespaces: its location and its size (which grows with every namespace's writes)
+        are not told; the counts are this namespace's own."""
         stats = await self.service.stats()
         if self.embedding is not None:
             stats = stats.model_copy(update={"semantic": await self.embedding.status()})
         if self.behind_tokens:
-            return stats.model_copy(update={"db_path": self.config.database_name})
+            return stats.model_copy(update={"db_path": None, "db_bytes": None})
         return stats
 
 

@@ -70,9 +70,9 @@ STATELESS_SUBSCRIBE = (
 def resources_changed(change: Change) -> tuple[bool, set[str]]:
     """(whether the resource list may have changed, the URIs of the resources that changed)."""
     uris = {STATS}
-    if change.seqs:
+    if change.numbers:
         uris.add(MARKDOWN)
-        uris.update(f"memory://memories/{memory_id(seq)}" for seq in change.seqs)
+        uris.update(f"memory://memories/{memory_id(number)}" for number in change.numbers)
         uris.update(f"memory://categories/{category}" for category in change.categories)
     uris.update(f"memory://sessions/{session}" for session in change.sessions)
     # The profile may cite a memory that went away.

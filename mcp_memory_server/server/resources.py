@@ -93,7 +93,8 @@ def add_resources(server: MCPServer[Spaces]) -> None:
     @server.resource(
         "memory://stats",
         mime_type="application/json",
-        description="Counts by category and tier, database path and size.",
+        description="This namespace's counts by category and tier; the database's path and size in stdio mode "
+        "(null for a token holder of an HTTP server).",
     )
     async def stats_resource() -> str:
         stats = await resource_call(CURRENT.get().stats())

@@ -25,29 +25,31 @@ __all__ = [
     "idle_sessions",
     "key_holders",
     "live_count",
-    "live_seqs",
+    "live_numbers",
     "promote",
     "restore",
     "working_memories",
 ]
 
-_CHUNK = 500  # seqs per statement
+_CHUNK = 500  # seqs or numbers per statement
 
 
-def _chunks(seqs: Sequence[int]) -> Iterator[list[int]]:
-    for start in range(0, len(seqs), _CHUNK):
-        yield list(seqs[start : start + _CHUNK])
+def _chunks(values: Sequence[int]) -> Iterator[list[int]]:
+    for start in range(0, len(values), _CHUNK):
+        yield list(values[start : start + _CHUNK])
 
 
 class Archived(NamedTuple):
-    seq: int
+    seq: int  # what `restore` takes
+    number: int  # its id's
     key: str | None
 
 
 class CleanupRow(NamedTuple):
     """A live memory that at least one cleanup rule selects, before the keep rules."""
 
-    seq: int
+    seq: int  # what `archive` takes
+    number: int  # its id's
     content: str
     category: str
     importance: float
@@ -57,7 +59,7 @@ class CleanupRow(NamedTuple):
     last_accessed: str
     unused: bool
     low_importance: bool
-    duplicate_of: int | None  # the copy of the same content that stays
+    duplicate_of: int | None  # the number of the copy of the same content that stays
 
 
 class IdleSession(NamedTuple):
@@ -66,34 +68,38 @@ class IdleSession(NamedTuple):
 
 
 class WorkingMemory(NamedTuple):
-    seq: int
+    seq: int  # what `archive` and `promote` take
+    number: int  # its id's
     importance: float
     access_count: int
 
 
 async def archive(tx: Tx, reasons: Mapping[int, str], at: str) -> list[int]:
-    """Move live memories (seq -> reason) to the archive with their history; their full-text rows
-    go, and the change is logged so every process's index drops them. Returns the seqs moved."""
+    """Move live memories (seq -> reason) to the archive with their history, each keeping its
+    number; their full-text rows go, and the change is logged so every process's index drops
+    them. Returns the seqs moved."""
     sql = tx._sql
     moved: list[int] = []
     for chunk in _chunks(list(reasons)):
         statement, args = sql.archive_move(at, [(seq, reasons[seq]) for seq in chunk], tx.namespace)
-        found = sorted(await scalars(tx._conn, statement, args))
-        if not found:
+        rows = sorted(await tx._conn.execute_fetchall(statement, args))
+        if not rows:
             continue
+        found = [seq for seq, _ in rows]
         # History first: memory_history's rows would otherwise go with their memory (ON DELETE CASCADE).
         for statement in (sql.archive_history, sql.delete_history, sql.delete_fts, sql.delete_memories):
             await tx._conn.execute(statement, (sql.array(found),))
         await tx.log(found)
-        await tx.profile_forget(found)  # it may cite or quote what is gone
+        await tx.profile_forget([number for _, number in rows])  # it may cite or quote what is gone
         moved += found
     return moved
 
 
 async def restore(tx: Tx, seqs: Sequence[int], at: str) -> None:
-    """Move archived memories back under their own seqs, with their history and a new full-text
-    row. Restoring counts as an access (last_accessed = `at`), so the next cleanup does not
-    archive them again at once. The caller has made sure that their keys are free."""
+    """Move archived memories (by seq, from `archived`) back under their own seqs and numbers,
+    hence their own ids, with their history and a new full-text row. Restoring counts as an
+    access (last_accessed = `at`), so the next cleanup does not archive them again at once. The
+    caller has made sure that their keys are free."""
     sql = tx._sql
     for chunk in _chunks(seqs):
         await tx._conn.execute(sql.restore_memories, (at, sql.array(chunk), tx.namespace))
@@ -113,29 +119,29 @@ async def restore(tx: Tx, seqs: Sequence[int], at: str) -> None:
         await tx.profile_stale()  # a restored memory may be about the user
 
 
-async def archived(tx: Tx, seqs: Sequence[int]) -> list[Archived]:
-    """Those of `seqs` in this namespace's archive."""
+async def archived(tx: Tx, numbers: Sequence[int]) -> list[Archived]:
+    """Those of this namespace's memories `numbers` that are in its archive."""
     found: list[Archived] = []
-    for chunk in _chunks(seqs):
+    for chunk in _chunks(numbers):
         rows = await tx._conn.execute_fetchall(tx._sql.archived_keys, (tx._sql.array(chunk), tx.namespace))
         found += map(Archived._make, rows)
     return found
 
 
-async def live_seqs(tx: Tx, seqs: Sequence[int]) -> set[int]:
-    """Those of `seqs` that are live memories of this namespace."""
+async def live_numbers(tx: Tx, numbers: Sequence[int]) -> set[int]:
+    """Those of `numbers` that are live memories of this namespace."""
     found: set[int] = set()
-    for chunk in _chunks(seqs):
-        found.update(await scalars(tx._conn, tx._sql.live_seqs, (tx._sql.array(chunk), tx.namespace)))
+    for chunk in _chunks(numbers):
+        found.update(await scalars(tx._conn, tx._sql.live_numbers, (tx._sql.array(chunk), tx.namespace)))
     return found
 
 
 async def key_holders(tx: Tx, keys: Sequence[str]) -> dict[str, int]:
-    """key -> seq of the live memory holding it, for those of `keys` that are taken."""
+    """key -> number of the live memory holding it, for those of `keys` that are taken."""
     if not keys:
         return {}
     rows = await tx._conn.execute_fetchall(tx._sql.key_holders, (tx.namespace, tx._sql.array(keys)))
-    return dict(rows)  # key -> seq
+    return dict(rows)  # key -> number
 
 
 async def live_count(tx: Tx) -> int:

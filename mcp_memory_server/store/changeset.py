@@ -19,7 +19,7 @@ log = logging.getLogger(__name__)
 class Change:
     """What one committed transaction changed."""
 
-    seqs: frozenset[int]  # memories written, deleted, archived, restored or promoted
+    numbers: frozenset[int]  # memories written, deleted, archived, restored or promoted (their ids' numbers)
     categories: frozenset[str]  # their categories, before and after
     sessions: frozenset[str]  # sessions whose memories or working state changed
     listing: bool  # memories appeared or went away
@@ -30,26 +30,26 @@ class Change:
 class Noted:
     """A `Change` as a transaction builds it up."""
 
-    seqs: set[int] = field(default_factory=set)
+    numbers: set[int] = field(default_factory=set)
     categories: set[str] = field(default_factory=set)
     sessions: set[str] = field(default_factory=set)
     listing: bool = False
     removed: bool = False
 
     def rows(self, rows: Iterable[Sequence[Any]]) -> None:
-        """(seq, category, session_id) of changed memories."""
-        for seq, category, session in rows:
-            self.seqs.add(seq)
+        """(number, category, session_id) of changed memories."""
+        for number, category, session in rows:
+            self.numbers.add(number)
             self.categories.add(category)
             if session:
                 self.sessions.add(session)
 
     def change(self) -> Change | None:
         """The change noted so far; None when nothing was."""
-        if not (self.seqs or self.sessions):
+        if not (self.numbers or self.sessions):
             return None
         return Change(
-            frozenset(self.seqs), frozenset(self.categories), frozenset(self.sessions), self.listing, self.removed
+            frozenset(self.numbers), frozenset(self.categories), frozenset(self.sessions), self.listing, self.removed
         )
 
 
@@ -72,9 +72,9 @@ def encode(change: Change, namespace: str, origin: str) -> list[str]:
     memories split among them so that each stays under NOTIFY's size limit."""
     head: dict[str, Any] = {"o": origin, "n": namespace, "c": sorted(change.categories), "e": sorted(change.sessions)}
     head |= {"l": change.listing, "r": change.removed}
-    seqs = sorted(change.seqs)
+    numbers = sorted(change.numbers)
     room = max(_PAYLOAD_BYTES - len(json.dumps(head, ensure_ascii=False).encode()), 800) // 12  # digits and a comma
-    chunks = [seqs[i : i + room] for i in range(0, len(seqs), room)] or [[]]
+    chunks = [numbers[i : i + room] for i in range(0, len(numbers), room)] or [[]]
     return [json.dumps(head | {"s": chunk}, ensure_ascii=False) for chunk in chunks]
 
 

@@ -1,10 +1,9 @@
 """How a draft becomes the values of its rows: the memory's columns, its fingerprint and its
-full-text terms, computed once per write (and fast for Chinese text), with the columns and the
-multi-row INSERT statements of a bulk write."""
+full-text terms, computed once per write (and fast for Chinese text), with the columns of a bulk
+write."""
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 import unicodedata
@@ -18,35 +17,25 @@ __all__ = [
     "DRAFT_COLUMNS",
     "FTS_ROW",
     "MEMORY_ROW",
+    "MEMORY_WIDTH",
     "IndexFields",
     "bulk_rows",
     "digest",
     "draft_values",
-    "insert_fts",
-    "insert_memories",
     "normalized",
 ]
 
 DRAFT_COLUMNS = "content, key, category, tier, importance, confidence, source, tags, session_id, client"
 # The columns a bulk write gives, in the order of its rows' values.
-MEMORY_ROW = f"seq, namespace, {DRAFT_COLUMNS}, content_hash, created_at, updated_at, last_accessed, access_count"
+MEMORY_ROW = (
+    f"seq, number, namespace, {DRAFT_COLUMNS}, content_hash, created_at, updated_at, last_accessed, access_count"
+)
+MEMORY_WIDTH = len(MEMORY_ROW.split(", "))
 FTS_ROW = "rowid, content, key, tags, category"
 # (content, key, tags, category) -> the four pre-segmented FTS columns
 IndexFields = Callable[[str, "str | None", Iterable[str], str], tuple[str, ...]]
 Row = tuple[Any, ...]
 _LETTER_OR_DIGIT = re.compile(r"[^\W_]")
-
-
-@functools.lru_cache(maxsize=4)
-def insert_memories(rows: int) -> str:
-    values = ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"] * rows)
-    return f"INSERT INTO memories ({MEMORY_ROW}) VALUES {values}"
-
-
-@functools.lru_cache(maxsize=4)
-def insert_fts(rows: int) -> str:
-    values = ", ".join(["(?, ?, ?, ?, ?)"] * rows)
-    return f"INSERT INTO memory_fts ({FTS_ROW}) VALUES {values}"
 
 
 # Full-width ASCII forms and the ideographic space (common in Chinese text) with their NFKD forms.
@@ -89,15 +78,17 @@ def draft_values(draft: Draft) -> tuple[Any, ...]:
 
 
 def bulk_rows(
-    drafts: Sequence[Draft], first: int, namespace: str, now: str, index_fields: IndexFields
+    drafts: Sequence[Draft], first: int, first_number: int, namespace: str, now: str, index_fields: IndexFields
 ) -> tuple[list[Row], list[Row]]:
     """The memory rows (`MEMORY_ROW`) and full-text rows (`FTS_ROW`) of drafts given seqs from
-    `first` on."""
+    `first` on and numbers from `first_number` on."""
     memories: list[Row] = []
     fts: list[Row] = []
-    for seq, draft in enumerate(drafts, first):
+    for i, draft in enumerate(drafts):
+        seq = first + i
         # One normalisation for both the fingerprint and the index terms (see `digest`).
         text = normalized(draft.content)
-        memories.append((seq, namespace, *draft_values(draft), digest(draft.content, text), now, now, now, 0))
+        row = (seq, first_number + i, namespace, *draft_values(draft), digest(draft.content, text), now, now, now, 0)
+        memories.append(row)
         fts.append((seq, *index_fields(text, draft.key, draft.tags, draft.category)))
     return memories, fts

@@ -1,7 +1,8 @@
 """The statements of export and import (transfer/): one namespace read whole, and memories written
-with the seqs, times and history a file gives them, live or straight into the archive. What a file
-holds and which of its items are written is decided in transfer/; these run inside the caller's
-`Tx` (a `Store.snapshot()` for an export, a `Store.transaction()` for an import)."""
+with the ids (numbers), times and history a file gives them, live or straight into the archive.
+What a file holds and which of its items are written is decided in transfer/; these run inside the
+caller's `Tx` (a `Store.snapshot()` for an export, a `Store.transaction()` for an import).
+Imported memories always get new seqs (the database's own key, never in a file)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple, Protocol
 
 from ..models import Draft
-from .draft_values import FTS_ROW, MEMORY_ROW
+from .draft_values import FTS_ROW, MEMORY_ROW, MEMORY_WIDTH
 from .profile_scrub import PROFILE_KEY
-from .rows import HISTORY_COLUMNS, ArchivedRow, HistoryRow, MemoryRow, SessionRow, memory_row, scalar, scalars
+from .rows import HISTORY_COLUMNS, ArchivedRow, HistoryRow, MemoryRow, SessionRow, memory_row, scalars
 from .tx import Tx
 
 __all__ = [
@@ -25,9 +26,9 @@ __all__ = [
     "held_hashes",
     "insert_imported",
     "key_holders_in_full",
+    "new_numbers",
+    "numbers_for",
     "present_memories",
-    "taken_seqs",
-    "top_seq",
 ]
 
 _CHUNK = 500  # rows per multi-row INSERT: 17 parameters each stays far below SQLite's limit
@@ -46,7 +47,7 @@ class Exported(NamedTuple):
 class PresentMemory(NamedTuple):
     """A memory, live or archived, whose content an imported item has."""
 
-    seq: int
+    number: int
     category: str
     content_hash: str
     created_at: str
@@ -56,7 +57,7 @@ class KeyHolder(NamedTuple):
     """The memory, live first, holding a key an imported item brings."""
 
     key: str
-    seq: int
+    number: int
     content_hash: str
     client: str | None
     updated_at: str
@@ -88,12 +89,12 @@ class Earlier(Protocol):
 
 
 class Imported(Protocol):
-    """A memory to write as a file gives it: `seq` tells it apart (the seq written is the one the
-    caller maps it to), times as ISO 8601 text, `archived` (archived_at, archive_reason) for one
-    that goes straight into the archive."""
+    """A memory to write as a file gives it: `number` tells it apart (the number written is the one
+    the caller maps it to), times as ISO 8601 text, `archived` (archived_at, archive_reason) for
+    one that goes straight into the archive."""
 
     @property
-    def seq(self) -> int: ...
+    def number(self) -> int: ...
     @property
     def draft(self) -> Draft: ...
     @property
@@ -163,16 +164,27 @@ async def key_holders_in_full(tx: Tx, keys: Iterable[str]) -> dict[str, KeyHolde
     return holders
 
 
-async def taken_seqs(tx: Tx, seqs: Iterable[int]) -> set[int]:
-    """Those of `seqs` that a memory, live or archived, of any namespace has (seqs are the
-    database's, not a namespace's)."""
-    found = await scalars(tx._conn, tx._sql.taken_seqs, {"seqs": tx._sql.array(seqs)})
-    return set(found)
+async def numbers_for(tx: Tx, numbers: Sequence[int]) -> dict[int, int]:
+    """File number -> number to write in this namespace: its own when no memory here, live or
+    archived, holds it (a file exported here and imported back keeps every id); otherwise one
+    never handed out here. Numbers kept are never handed out again afterwards."""
+    if not numbers:
+        return {}
+    taken = set(await scalars(tx._conn, tx._sql.taken_numbers, {"ns": tx.namespace, "numbers": tx._sql.array(numbers)}))
+    kept = [n for n in numbers if n not in taken]
+    if kept:
+        await tx._conn.execute(tx._sql.numbers_after, (tx.namespace, max(kept)))
+    moved = [n for n in numbers if n in taken]
+    first = await tx._sql.take_numbers(tx._conn, tx.namespace, len(moved)) if moved else 0
+    return {n: n for n in kept} | {n: first + i for i, n in enumerate(moved)}
 
 
-async def top_seq(tx: Tx) -> int:
-    """The largest seq ever handed out, archived and deleted memories' included."""
-    return int(await scalar(tx._conn, tx._sql.top_seq))
+async def new_numbers(tx: Tx, count: int) -> list[int]:
+    """`count` numbers never handed out in this namespace, taken now."""
+    if count <= 0:
+        return []
+    first = await tx._sql.take_numbers(tx._conn, tx.namespace, count)
+    return list(range(first, first + count))
 
 
 async def add_session(tx: Tx, session: SessionRow) -> bool:
@@ -188,15 +200,19 @@ async def add_session(tx: Tx, session: SessionRow) -> bool:
 async def insert_imported(
     tx: Tx,
     records: Sequence[Imported],
-    seqs: Mapping[int, int],
+    numbers: Mapping[int, int],
     step: Callable[[int], Awaitable[None]] | None = None,
 ) -> None:
-    """Write `records` as new memories under the seqs `seqs` maps theirs to: live ones with their
-    full-text rows and history, archived ones with theirs; `step` hears of every chunk written.
-    The change is logged, and the profile goes stale when a live memory came."""
+    """Write `records` as new memories under the numbers `numbers` maps theirs to (from
+    `numbers_for` or `new_numbers`), each with a new seq: live ones with their full-text rows and
+    history, archived ones with theirs; `step` hears of every chunk written. The change is
+    logged, and the profile goes stale when a live memory came."""
     if not records:
         return
     ns, conn, sql = tx.namespace, tx._conn, tx._sql
+    # We hold the write lock: consecutive new seqs, in the file's order.
+    first = await sql.next_seqs(conn, len(records))
+    seqs = {r.number: first + i for i, r in enumerate(records)}
     for archived in (False, True):
         chosen = [r for r in records if (r.archived is not None) == archived]
         table, history = ("memory_archive", "memory_history_archive") if archived else ("memories", "memory_history")
@@ -207,16 +223,18 @@ async def insert_imported(
             for r in chunk:
                 d = r.draft
                 tags = json.dumps(list(d.tags), ensure_ascii=False)
-                values += (seqs[r.seq], ns, d.content, d.key, d.category, d.tier, d.importance, d.confidence)
+                values += (seqs[r.number], numbers[r.number], ns, d.content, d.key, d.category, d.tier)
+                values += (d.importance, d.confidence)
                 values += (d.source, tags, d.session_id, d.client, r.content_hash, r.created_at, r.updated_at)
                 values += (r.last_accessed, r.access_count, *(r.archived or ()))
-            await conn.execute(sql.insert_rows(table, MEMORY_ROW + extra, 17 + 2 * archived, len(chunk)), values)
+            width = MEMORY_WIDTH + 2 * archived
+            await conn.execute(sql.insert_rows(table, MEMORY_ROW + extra, width, len(chunk)), values)
             if not archived:
                 fts: list[Any] = []
                 for r in chunk:
-                    fts += (seqs[r.seq], *tx.index_row(r.draft.content, r.draft.key, r.draft.tags, r.draft.category))
+                    fts += (seqs[r.number], *tx.index_row(r.draft.content, r.draft.key, r.draft.tags, r.draft.category))
                 await conn.execute(sql.insert_rows("memory_fts", FTS_ROW, 5, len(chunk)), fts)
-            old = [(seqs[r.seq], h) for r in chunk for h in r.history]
+            old = [(seqs[r.number], h) for r in chunk for h in r.history]
             for part in range(0, len(old), _CHUNK):
                 rows = old[part : part + _CHUNK]
                 await conn.execute(
@@ -242,8 +260,7 @@ async def insert_imported(
                 await step(len(chunk))
     # AUTOINCREMENT must never hand out an imported seq again, archived ones included: restore
     # brings them back under their own seq.
-    top = max(seqs[r.seq] for r in records)
-    await sql.seqs_after(conn, top)
-    await tx.log([seqs[r.seq] for r in records])
+    await sql.seqs_after(conn, first + len(records) - 1)
+    await tx.log(list(seqs.values()))
     if any(r.archived is None for r in records):
         await tx.profile_stale()

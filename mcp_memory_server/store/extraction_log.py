@@ -93,9 +93,10 @@ class LogEntry(Model):
 
 
 class LogRow(NamedTuple):
-    """A row of extraction_log: the previews (`input`) and channel reports as JSON."""
+    """A row of extraction_log: the previews (`input`) and channel reports as JSON. `number`
+    counts the namespace's runs (run_<number>); `note_seq` is the fallback note's number."""
 
-    seq: int
+    number: int
     digest: str
     session_id: str | None
     client: str | None
@@ -110,7 +111,7 @@ class LogRow(NamedTuple):
     def entry(self) -> LogEntry:
         preview = json.loads(self.input)
         return LogEntry(
-            run=f"run_{self.seq}",
+            run=f"run_{self.number}",
             digest=self.digest,
             session_id=self.session_id,
             client=self.client,
@@ -137,13 +138,15 @@ async def insert(
     note_seq: int | None,
     moment: datetime,
 ) -> int:
+    """Record a run; returns its number (run_<number>). `note_seq`: the fallback note's number."""
     now = iso(moment)
     status = "pending" if deep.outcome == "pending" else "done"
-    seq = int(
+    number = int(
         await scalar(
             tx._conn,
             tx._sql.log_insert,
             (
+                tx.namespace,
                 tx.namespace,
                 digest,
                 session_id,
@@ -158,9 +161,9 @@ async def insert(
             ),
         )
     )
-    if seq % 100 == 0:
-        await tx._conn.execute(tx._sql.log_prune, (tx.namespace, seq - _KEEP))
-    return seq
+    if number % 100 == 0:
+        await tx._conn.execute(tx._sql.log_prune, (tx.namespace, number - _KEEP))
+    return number
 
 
 async def pending(tx: Tx, digest: str) -> LogEntry | None:

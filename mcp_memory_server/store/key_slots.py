@@ -31,24 +31,24 @@ MIGRATION = 12  # the version in store/sqlite/schema.py and store/postgres/schem
 
 async def merge_key_slots(conn: Conn, sql: Statements, tx_for: Callable[[Conn, str], Tx]) -> None:
     """See the module's docstring. `tx_for` gives a transaction view of `conn` in a namespace."""
-    slots: dict[tuple[str, str], list[tuple[Any, int, str]]] = defaultdict(list)
-    for seq, namespace, key, updated_at in await conn.execute_fetchall(sql.keyed_memories):
-        slots[(namespace, normalise_key(key))].append((updated_at, seq, key))
+    slots: dict[tuple[str, str], list[tuple[Any, int, str, int]]] = defaultdict(list)
+    for seq, number, namespace, key, updated_at in await conn.execute_fetchall(sql.keyed_memories):
+        slots[(namespace, normalise_key(key))].append((updated_at, seq, key, number))
     moment = iso(utcnow())
     merged = respelt = 0
     doomed: dict[str, list[int]] = defaultdict(list)
     for (namespace, slot), holders in slots.items():
         holders.sort()
-        _, keeper, spelt = holders[-1]
-        for _, seq, _ in holders[:-1]:  # oldest first, so the history reads in order
+        _, keeper, spelt, _ = holders[-1]
+        for _, seq, _, number in holders[:-1]:  # oldest first, so the history reads in order
             await conn.execute(sql.merge_into_history, (keeper, moment, seq))
             await conn.execute(sql.adopt_history, (keeper, seq))
-            doomed[namespace].append(seq)
+            doomed[namespace].append(number)
         if spelt != slot:
             respelt += 1
         merged += len(holders) - 1
-    for namespace, seqs in doomed.items():
-        await tx_for(conn, namespace).delete(seqs)  # its index rows, the change log, the profile's citations
+    for namespace, numbers in doomed.items():
+        await tx_for(conn, namespace).delete(numbers)  # its index rows, the change log, the profile's citations
     for (_, slot), holders in slots.items():
         if holders[-1][2] != slot:
             await conn.execute(sql.set_key, (slot, holders[-1][1]))

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .backend import Conn
-from .rows import scalar, scalars
+from .rows import memory_id, scalar, scalars
 from .statements import Statements
 
 __all__ = ["PROFILE_KEY", "scrub"]
@@ -30,9 +30,10 @@ def _clean(data: dict[str, Any], gone: set[str]) -> dict[str, Any]:
     return data
 
 
-async def scrub(conn: Conn, sql: Statements, namespace: str, seqs: Sequence[int]) -> None:
-    """Take memories `seqs` (deleted or archived in this transaction) out of the profile."""
-    gone = {f"mem_{s}" for s in seqs}
+async def scrub(conn: Conn, sql: Statements, namespace: str, numbers: Sequence[int]) -> None:
+    """Take the namespace's memories `numbers` (deleted or archived in this transaction) out of
+    the profile."""
+    gone = {memory_id(n) for n in numbers}
     stored = await scalar(conn, sql.profile_data, (namespace,))
     if stored is not None:
         data = _clean(json.loads(stored), gone)

@@ -47,26 +47,31 @@ def iso(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat(timespec="microseconds")
 
 
-def memory_id(seq: int) -> str:
-    return f"mem_{seq}"
+def memory_id(number: int) -> str:
+    """The id of a namespace's memory `number` (`memories.number`, counted per namespace)."""
+    return f"mem_{number}"
 
 
 def parse_id(text: str) -> int | None:
-    """`mem_12` -> 12; anything else -> None (it cannot name a memory). An id names exactly one
-    memory, written as `memory_id` writes it: `mem_012`, `mem_+12` or ` mem_12` name none (were
-    `mem_001` read as `mem_1`, a forget of an id nobody was given would delete another memory)."""
-    prefix, _, number = text.partition("_")
-    if prefix != "mem" or not number.isascii() or not number.isdigit() or len(number) > 18:
+    """`mem_12` -> 12, the memory's number in its namespace; anything else -> None (it cannot name
+    a memory). Only the store turns a number into the memory it names, always within the
+    namespace asking (B's mem_1 is not A's mem_1). An id names exactly one memory, written as
+    `memory_id` writes it: `mem_012`, `mem_+12` or ` mem_12` name none (were `mem_001` read as
+    `mem_1`, a forget of an id nobody was given would delete another memory)."""
+    prefix, _, digits = text.partition("_")
+    if prefix != "mem" or not digits.isascii() or not digits.isdigit() or len(digits) > 18:
         return None
-    seq = int(number)
-    return seq if memory_id(seq) == text else None
+    number = int(digits)
+    return number if memory_id(number) == text else None
 
 
 class MemoryRow(NamedTuple):
     """A memory as stored: tags as JSON text, times as ISO 8601 text in UTC (they compare and sort
-    as text). Kept as the row: a recall scores 50 of these and builds models for 5."""
+    as text). Kept as the row: a recall scores 50 of these and builds models for 5. `seq` is the
+    database's own key, never shown; `number` is the memory's in its namespace, its id."""
 
     seq: int
+    number: int
     content: str
     key: str | None
     category: str
@@ -84,11 +89,11 @@ class MemoryRow(NamedTuple):
 
     @property
     def id(self) -> str:
-        return memory_id(self.seq)
+        return memory_id(self.number)
 
     def memory(self) -> Memory:
         return Memory(
-            id=memory_id(self.seq),
+            id=memory_id(self.number),
             content=self.content,
             key=self.key,
             category=self.category,
@@ -217,11 +222,11 @@ class Candidate:
 
     @property
     def id(self) -> str:
-        return memory_id(self.row.seq)
+        return memory_id(self.row.number)
 
 
 @dataclass(frozen=True)
 class Page:
     total: int
     items: list[Memory]
-    last: tuple[Any, int] | None  # sort value and seq of the last item, for the next cursor
+    last: tuple[Any, int] | None  # sort value and number of the last item, for the next cursor

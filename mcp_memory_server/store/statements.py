@@ -51,27 +51,27 @@ class Statements:
     prune_log: str  # (keep,)
 
     # ---- memories --------------------------------------------------------------------------
-    get: str  # (seq, namespace)
+    get: str  # (namespace, number)
     by_key: str  # (namespace, key)
     taken_keys: str  # (namespace, array(keys))
     hashes: str  # (namespace, array(digests))
     by_hash: str  # (namespace, category, content_hash)
-    insert_memory: str  # (namespace, *draft values, content_hash, created, updated, accessed) RETURNING seq
-    categories_of: str  # (seq,): seq, category, session_id
+    numbers_after: str  # (namespace, top): the namespace's next numbers come after `top`
+    categories_of: str  # (namespace, number): seq, number, category, session_id
     keep_history: str  # (reason, changed_at, seq)
     profile_stale_if: str  # (namespace, category, array(categories), seq, array(categories))
     update_memory: str  # (*draft values, content_hash, updated_at, seq, namespace)
-    history: str  # (seq,)
-    drop_history: str  # (seq,)
+    history: str  # (namespace, number)
+    drop_history: str  # (namespace, number)
     core_lines: str  # (namespace,): category, content, day
-    live_of: str  # (namespace, array(seqs)): seq, category, session_id
+    live_of: str  # (namespace, array(numbers)): seq, number, category, session_id
     delete_history: str  # (array(seqs),)
     delete_fts: str  # (array(seqs),)
     delete_memories: str  # (array(seqs),)
-    archived_of: str  # (namespace, array(seqs)): seq
+    archived_of: str  # (namespace, array(numbers)): seq, number
     delete_archived_history: str  # (array(seqs),)
     delete_archived: str  # (array(seqs),)
-    log_rows: str  # (array(seqs), array(seqs)): seq, category, session_id, archived
+    log_rows: str  # (array(seqs), array(seqs)): number, category, session_id, archived
     touch: str  # executemany (count, at, seq, namespace)
     touch_sessions: str  # (at, namespace, array(session ids))
 
@@ -97,7 +97,7 @@ class Statements:
     profile_stale: str  # (namespace,)
 
     # ---- key slots in one spelling (the migration of store/key_slots.py) -------------------------
-    keyed_memories: str  # seq, namespace, key, updated_at of every keyed memory
+    keyed_memories: str  # seq, number, namespace, key, updated_at of every keyed memory
     merge_into_history: str  # (keeper seq, changed_at, merged seq)
     adopt_history: str  # (keeper seq, merged seq)
     set_key: str  # (key, seq)
@@ -118,12 +118,12 @@ class Statements:
     restore_memories: str  # (at, array(seqs), namespace)
     restore_sources: str  # (array(seqs), namespace): seq, content, key, tags, category
     restore_history: str  # (array(seqs),)
-    archived_keys: str  # (array(seqs), namespace): seq, key
-    live_seqs: str  # (array(seqs), namespace)
-    key_holders: str  # (namespace, array(keys)): key, seq
+    archived_keys: str  # (array(numbers), namespace): seq, number, key
+    live_numbers: str  # (array(numbers), namespace): number
+    key_holders: str  # (namespace, array(keys)): key, number
     live_count: str  # (namespace,)
     cleanup_rows: str  # named: ns, accesses, unused_before, low, stale_before
-    working_memories: str  # (namespace, session_id)
+    working_memories: str  # (namespace, session_id): seq, number, importance, access_count
     promote: str  # (array(seqs), namespace)
 
     # ---- export and import -----------------------------------------------------------------
@@ -132,11 +132,10 @@ class Statements:
     export_archived: str  # (namespace, profile key)
     export_archived_history: str  # (namespace, profile key)
     export_sessions: str  # (namespace,)
-    present_memories: str  # named: ns, digests (array)
+    present_memories: str  # named: ns, digests (array): number, category, content_hash, created_at
     held_hashes: str  # named: ns, digests (array)
-    key_holders_in_full: str  # named: ns, keys (array)
-    taken_seqs: str  # named: seqs (array)
-    top_seq: str
+    key_holders_in_full: str  # named: ns, keys (array): key, number, ...
+    taken_numbers: str  # named: ns, numbers (array): those a live or archived memory of ns holds
 
     # ---- embedding vectors (the semantic stage) ------------------------------------------------
     # A vector is current when it is of the model asked for and was computed from its memory's
@@ -152,10 +151,11 @@ class Statements:
     vectors_current: str  # (namespace, model): how many memories have a current vector
 
     # ---- the extraction log ----------------------------------------------------------------
-    log_insert: str  # (namespace, digest, session_id, client, status, input, fast, deep, note_seq, at, at)
-    log_prune: str  # (namespace, seq)
+    # A run's number is counted in its namespace (run_<number>); note_seq is the note's number.
+    log_insert: str  # (namespace, namespace, digest, session_id, client, status, input, fast, deep, note_seq, at, at)
+    log_prune: str  # (namespace, number)
     log_pending: str  # (namespace, digest)
-    log_settle: str  # (deep, at, namespace, seq)
+    log_settle: str  # (deep, at, namespace, number)
     log_recent: str  # (namespace, limit)
     log_settle_abandoned: str  # (deep, at, namespace, before)
 
@@ -191,11 +191,11 @@ class Statements:
 
     def list_rows(self, column: str, where: str, keyset: bool) -> str:
         """A page of memories by `column`, newest first (parameters: namespace, the filters',
-        with `keyset` the last value twice and its seq, limit)."""
+        with `keyset` the last value twice and its number, limit)."""
         raise NotImplementedError
 
     def archive_move(self, at: str, reasons: Sequence[tuple[int, str]], namespace: str) -> tuple[str, list[Any]]:
-        """Copy live memories to the archive with a reason each, RETURNING seq."""
+        """Copy live memories (by seq) to the archive with a reason each, RETURNING seq, number."""
         raise NotImplementedError
 
     def insert_rows(self, table: str, columns: str, width: int, rows: int) -> str:
@@ -213,6 +213,16 @@ class Statements:
     async def after_bulk(self, conn: Conn, rows: int) -> None:
         """After a bulk insert of `rows` memories, in its transaction: whatever the database
         needs to plan well over them."""
+        raise NotImplementedError
+
+    async def insert_memory(self, conn: Conn, values: Sequence[Any]) -> tuple[int, int]:
+        """Insert one memory under its namespace's next number: `values` are (namespace, *draft
+        values, content_hash, created, updated, accessed); returns its (seq, number)."""
+        raise NotImplementedError
+
+    async def take_numbers(self, conn: Conn, namespace: str, count: int) -> int:
+        """The first of `count` consecutive numbers never handed out in the namespace, taken now
+        (the caller holds the write lock)."""
         raise NotImplementedError
 
     async def next_seqs(self, conn: Conn, count: int) -> int:

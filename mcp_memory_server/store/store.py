@@ -212,13 +212,14 @@ class Store(VectorOps):
         async with self._read() as conn:
             yield self._tx(conn)
 
-    async def get(self, seq: int) -> Memory | None:
+    async def get(self, number: int) -> Memory | None:
+        """This namespace's live memory `number` (its id's, `parse_id`); None when there is none."""
         async with self._read() as conn:
-            return await self._tx(conn).get(seq)
+            return await self._tx(conn).get(number)
 
-    async def history(self, seq: int) -> list[dict[str, Any]]:
+    async def history(self, number: int) -> list[dict[str, Any]]:
         async with self._read() as conn:
-            return await self._tx(conn).history(seq)
+            return await self._tx(conn).history(number)
 
     async def search_index(
         self,
@@ -333,7 +334,8 @@ class Store(VectorOps):
         page = [_memory_and_extra(r) for r in rows]
         more = len(page) > limit
         page = page[:limit]
-        last = (page[-1][1], page[-1][0].seq) if more and page else None  # the sort value and seq
+        # The sort value and the number: a cursor holds nothing of the database's own keys.
+        last = (page[-1][1], page[-1][0].number) if more and page else None
         return Page(total=int(total or 0), items=[row.memory() for row, _ in page], last=last)
 
     async def session(self, session_id: str) -> SessionState | None:

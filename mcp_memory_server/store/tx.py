@@ -42,7 +42,12 @@ class Tx:
     Its methods, and the functions of the store's modules that take a `Tx` (store/archive.py,
     store/export_import.py, store/profile_data.py, store/extraction_log.py), are the named
     operations the rest of the package calls; those modules run the backend's statements (`_sql`)
-    on `_conn`, which nothing outside the store touches."""
+    on `_conn`, which nothing outside the store touches.
+
+    A memory named from outside (an id a client gave, `parse_id`) is named by its `number`, which
+    only counts within this namespace: every method taking a number looks it up in this
+    namespace. `seq`, the database's key, is handed out only inside rows (`MemoryRow.seq`,
+    candidates, the archive's selections) and taken back only from them."""
 
     def __init__(self, conn: Conn, statements: Statements, namespace: str, index_fields: IndexFields) -> None:
         self._conn = conn
@@ -65,11 +70,12 @@ class Tx:
         return self._index_fields(normalized(content), key, tags, category)
 
     async def log(self, seqs: Sequence[int]) -> None:
-        """Record memories that appeared, changed or went away, for every process's index and
-        for this process's change listeners (archived ones count as gone, live ones as appeared)."""
+        """Record memories (by seq) that appeared, changed or went away, for every process's index
+        and for this process's change listeners (archived ones count as gone, live ones as
+        appeared)."""
         await self._log(seqs)
         rows = list(await self._conn.execute_fetchall(self._sql.log_rows, (self._sql.array(seqs),) * 2))
-        self._noted.rows((seq, category, session_id) for seq, category, session_id, _ in rows)
+        self._noted.rows((number, category, session_id) for number, category, session_id, _ in rows)
         self._noted.listing = True
         self._noted.removed |= any(archived for _, _, _, archived in rows)
 
@@ -79,16 +85,17 @@ class Tx:
 
     # ---- memories ------------------------------------------------------------------------------
 
-    async def profile_forget(self, seqs: Sequence[int]) -> None:
+    async def profile_forget(self, numbers: Sequence[int]) -> None:
         """Memories that went away (archived) leave the profile too: see store/profile_scrub.py."""
-        await scrub(self._conn, self._sql, self._ns, seqs)
+        await scrub(self._conn, self._sql, self._ns, numbers)
 
     async def profile_stale(self) -> None:
         """Mark the user profile for re-synthesis on its next read."""
         await self._conn.execute(self._sql.profile_stale, (self._ns,))
 
-    async def get(self, seq: int) -> Memory | None:
-        rows = await self._conn.execute_fetchall(self._sql.get, (seq, self._ns))
+    async def get(self, number: int) -> Memory | None:
+        """The live memory of this namespace with that number (its id: `parse_id`)."""
+        rows = await self._conn.execute_fetchall(self._sql.get, (self._ns, number))
         return next((memory_row(r).memory() for r in rows), None)
 
     async def by_key(self, key: str) -> Memory | None:
@@ -124,11 +131,11 @@ class Tx:
         now = iso(moment)
         written = iso(created) if created is not None else now
         values = draft_values(draft)
-        seq = int(
-            await scalar(self._conn, self._sql.insert_memory, (self._ns, *values, content_hash, written, written, now))
+        seq, number = await self._sql.insert_memory(
+            self._conn, (self._ns, *values, content_hash, written, written, now)
         )
         await self._log([seq])
-        self._noted.rows([(seq, draft.category, draft.session_id)])
+        self._noted.rows([(number, draft.category, draft.session_id)])
         self._noted.listing = True
         if draft.category in PROFILE_CATEGORIES:
             await self.profile_stale()
@@ -136,10 +143,10 @@ class Tx:
             self._sql.fts_insert,
             (seq, *self._index_fields(normalized(draft.content), draft.key, draft.tags, draft.category)),
         )
-        return memory_row((seq, *values, written, written, now, 0)).memory()  # the row as written
+        return memory_row((seq, number, *values, written, written, now, 0)).memory()  # the row as written
 
     async def insert_many(self, drafts: Sequence[Draft], moment: datetime) -> list[int]:
-        """Bulk insert; returns the new seqs in order.
+        """Bulk insert; returns the new memories' numbers in order.
 
         Rows go in batches, one multi-row INSERT per table and batch. SQLite runs each statement in
         the connection's thread with the GIL released, so the next batch's index terms and
@@ -150,13 +157,14 @@ class Tx:
         if not drafts:
             return []
         now = iso(moment)
-        # We hold the write lock, so the new rows get the next consecutive seqs.
+        # We hold the write lock, so the new rows get the next consecutive seqs and numbers.
         first = await self._sql.next_seqs(self._conn, len(drafts))
+        first_number = await self._sql.take_numbers(self._conn, self._ns, len(drafts))
         writing: list[asyncio.Future[Any]] = []
         try:
             for start in range(0, len(drafts), _BATCH):
                 batch = drafts[start : start + _BATCH]
-                memories, fts = bulk_rows(batch, first + start, self._ns, now, self._index_fields)
+                memories, fts = bulk_rows(batch, first + start, first_number + start, self._ns, now, self._index_fields)
                 writing += map(asyncio.ensure_future, self._sql.write_batch(self._conn, memories, fts))
                 await asyncio.sleep(0)  # both statements are under way before the next batch is prepared
                 while len(writing) > 2:  # at most one batch prepared ahead
@@ -173,15 +181,20 @@ class Tx:
         await self._prune_log()
         if any(d.category in PROFILE_CATEGORIES for d in drafts):
             await self.profile_stale()
-        self._noted.rows((seq, d.category, d.session_id) for seq, d in enumerate(drafts, first))
+        numbers = range(first_number, first_number + len(drafts))
+        self._noted.rows((number, d.category, d.session_id) for number, d in zip(numbers, drafts, strict=True))
         self._noted.listing = True
-        return list(range(first, last + 1))
+        return list(numbers)
 
-    async def replace(self, seq: int, draft: Draft, content_hash: str, moment: datetime, reason: str) -> Memory:
-        """Overwrite a memory's value, keeping the old one in `memory_history`."""
-        self._noted.rows(  # the old category and session: their views lose this memory if they change
-            await self._conn.execute_fetchall(self._sql.categories_of, (seq,))
-        )
+    async def replace(self, number: int, draft: Draft, content_hash: str, moment: datetime, reason: str) -> Memory:
+        """Overwrite the value of this namespace's memory `number`, keeping the old one in
+        `memory_history`."""
+        found = list(await self._conn.execute_fetchall(self._sql.categories_of, (self._ns, number)))
+        if not found:
+            raise LookupError(f"no live memory has the number {number} here")  # the caller read it in this transaction
+        seq = found[0][0]
+        # The old category and session: their views lose this memory if they change.
+        self._noted.rows((n, category, session) for _, n, category, session in found)
         await self._conn.execute(self._sql.keep_history, (reason, iso(moment), seq))
         profile = self._sql.array(sorted(PROFILE_CATEGORIES))
         await self._conn.execute(  # the old or the new value is about who the user is
@@ -195,19 +208,19 @@ class Tx:
             self._sql.fts_update,
             (*self._index_fields(normalized(draft.content), draft.key, draft.tags, draft.category), seq),
         )
-        memory = await self.get(seq)
+        memory = await self.get(number)
         assert memory is not None
-        self._noted.rows([(seq, memory.category, memory.session_id)])
+        self._noted.rows([(number, memory.category, memory.session_id)])
         return memory
 
-    async def history(self, seq: int) -> list[dict[str, Any]]:
-        """A memory's earlier values, oldest first (tags as a list)."""
-        rows = await self._conn.execute_fetchall(self._sql.history, (seq,))
+    async def history(self, number: int) -> list[dict[str, Any]]:
+        """The earlier values of this namespace's memory `number`, oldest first (tags as a list)."""
+        rows = await self._conn.execute_fetchall(self._sql.history, (self._ns, number))
         return [HistoryRow._make(r).value() for r in rows]
 
-    async def drop_history(self, seq: int) -> None:
-        """Forget a memory's earlier values (the profile's text keeps none)."""
-        await self._conn.execute(self._sql.drop_history, (seq,))
+    async def drop_history(self, number: int) -> None:
+        """Forget the earlier values of memory `number` (the profile's text keeps none)."""
+        await self._conn.execute(self._sql.drop_history, (self._ns, number))
 
     async def core_lines(self) -> list[CoreLine]:
         """The core memories but the profile's, oldest first: what MEMORY.md shows."""
@@ -216,27 +229,29 @@ class Tx:
         rows = await self._conn.execute_fetchall(self._sql.core_lines, (self._ns,))
         return [CoreLine._make(r) for r in rows]
 
-    async def delete(self, seqs: Sequence[int]) -> list[int]:
-        """Delete for real: the memory, its history and its index entry, or its archived copy
-        ("forget this" leaves nothing behind, in the archive either). Returns the seqs deleted."""
-        if not seqs:
+    async def delete(self, numbers: Sequence[int]) -> list[int]:
+        """Delete for real this namespace's memories of `numbers`: the memory, its history and its
+        index entry, or its archived copy ("forget this" leaves nothing behind, in the archive
+        either). Returns the numbers deleted."""
+        if not numbers:
             return []
-        sql, wanted = self._sql, self._sql.array(seqs)
+        sql, wanted = self._sql, self._sql.array(numbers)
         rows = list(await self._conn.execute_fetchall(sql.live_of, (self._ns, wanted)))
-        found = [seq for seq, _, _ in rows]
+        found = [seq for seq, _, _, _ in rows]
+        gone = [number for _, number, _, _ in rows]
         if found:
-            self._noted.rows(rows)
+            self._noted.rows((number, category, session) for _, number, category, session in rows)
             self._noted.listing = self._noted.removed = True
             for statement in (sql.delete_history, sql.delete_fts, sql.delete_memories):
                 await self._conn.execute(statement, (sql.array(found),))
             await self._log(found)
-            await scrub(self._conn, sql, self._ns, found)  # the profile may cite or quote what is gone
-        archived = await scalars(self._conn, sql.archived_of, (self._ns, wanted))
+            await scrub(self._conn, sql, self._ns, gone)  # the profile may cite or quote what is gone
+        archived = list(await self._conn.execute_fetchall(sql.archived_of, (self._ns, wanted)))
         if archived:
-            self._noted.seqs.update(archived)  # the archive's count in the statistics
+            self._noted.numbers.update(number for _, number in archived)  # the archive's count in the statistics
             for statement in (sql.delete_archived_history, sql.delete_archived):
-                await self._conn.execute(statement, (sql.array(archived),))
-        return found + archived
+                await self._conn.execute(statement, (sql.array(seq for seq, _ in archived),))
+        return gone + [number for _, number in archived]
 
     async def _log(self, seqs: Sequence[int]) -> None:
         """Record changed memories for the in-memory indexes of every process (see index/bm25.py)."""

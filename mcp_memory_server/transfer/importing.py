@@ -264,7 +264,7 @@ async def _store_items(store: Store, checked: _Items, progress: Progress | None,
                 if not _replaceable(holder, draft, item):
                     present += 1  # changed here since: the version here stays
                     continue
-                updated.append((await tx.replace(holder.seq, draft, digest, now, "imported")).id)
+                updated.append((await tx.replace(holder.number, draft, digest, now, "imported")).id)
                 continue
             if key is not None:
                 if key in taken or key in holders:  # the key stays with the memory holding it
@@ -281,8 +281,8 @@ async def _store_items(store: Store, checked: _Items, progress: Progress | None,
             if progress is not None:
                 await progress(done, total)
 
-        seqs = await add_records(tx, records, step)
-    created = [memory_id(s) for s in seqs]
+        numbers = await add_records(tx, records, step)
+    created = [memory_id(n) for n in numbers]
     summary = ImportSummary(
         format=checked.file_format,
         items=checked.count,
@@ -315,7 +315,7 @@ def _record(item: Item, draft: Draft, digest: str, number: int, now: datetime) -
     archived = (iso(item.archived[0] or now), item.archived[1]) if item.archived else None
     return Record(
         where=item.where,
-        seq=number,
+        number=number,
         draft=draft.model_copy(update={"withheld": ()}) if draft.withheld else draft,  # frozen: shared
         content_hash=digest,
         created_at=iso(created),

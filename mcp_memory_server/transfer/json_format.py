@@ -100,7 +100,7 @@ class Record:
     """One memory of the file, checked: `where` names it in messages (memories[3])."""
 
     where: str
-    seq: int
+    number: int  # of its id in the file (mem_<number>)
     draft: Draft
     content_hash: str
     created_at: str
@@ -148,7 +148,7 @@ def read(text: str, config: Config) -> Document:
     reader = _Reader(config)
     memories = [r for i, m in enumerate(_list(top, "memories", "")) if (r := reader.memory(m, f"memories[{i}]", False))]
     archived = [r for i, m in enumerate(_list(top, "archived", "")) if (r := reader.memory(m, f"archived[{i}]", True))]
-    _unique([(r.seq, r.where) for r in memories + archived], "id")
+    _unique([(r.number, r.where) for r in memories + archived], "id")
     _unique([(r.draft.key, r.where) for r in memories if r.draft.key is not None], "key")
     sessions = [_session(item, f"sessions[{i}]") for i, item in enumerate(_list(top, "sessions", ""))]
     _unique([(s.session_id, f"sessions[{i}]") for i, s in enumerate(sessions)], "session_id")
@@ -309,8 +309,8 @@ class _Reader:
         known = _ARCHIVED if archived else _MEMORY
         fields = _fields(item, known, known - {"history"}, where)
         ident = _get(fields, "id", str, where)
-        seq = parse_id(ident)
-        if seq is None or seq < 1:
+        number = parse_id(ident)
+        if number is None or number < 1:
             raise InvalidInput(f"{where}.id: {ident!r} is not a memory id such as mem_12.")
         value = self._value(fields, where)
         if value["key"] == PROFILE_KEY:
@@ -336,7 +336,7 @@ class _Reader:
             return None
         return Record(
             where=where,
-            seq=seq,
+            number=number,
             draft=draft.model_copy(update={"content": content}),
             content_hash=fingerprint(content),
             access_count=access_count,

@@ -17,9 +17,10 @@ its arguments (secrets withheld; an item that is essentially a secret is left ou
 A memory is already present when this namespace holds one, live or archived, created at the same
 moment with the same category and content (ignoring case, spacing and punctuation): importing a
 file twice changes nothing the second time, and present memories are never overwritten. A new
-memory keeps its id when no memory (of any namespace) holds it; otherwise it gets the next free
-one, and the report says which changed. A new memory may not take a key that a live memory here
-already holds: the import stops, naming both. Sessions already here are left as they are.
+memory keeps its id when no memory of this namespace, live or archived, holds it (ids are counted
+per namespace); otherwise it gets one never handed out here, and the report says which changed.
+A new memory may not take a key that a live memory here already holds: the import stops, naming
+both. Sessions already here are left as they are.
 """
 
 from __future__ import annotations
@@ -101,7 +102,7 @@ def _memories(rows: Sequence[MemoryRow], history: Sequence[HistoryRow]) -> Itera
         earlier[h.memory_seq].append(h.value())
     for r in rows:
         item = {"id": r.id} | r._asdict()
-        del item["seq"]
+        del item["seq"], item["number"]  # the database's key, and the id's number given as the id
         yield item | {"tags": json.loads(r.tags), "history": earlier.get(r.seq, [])}
 
 
@@ -164,7 +165,7 @@ async def _import(tx: Tx, doc: Document, now: datetime, progress: Progress | Non
         if key is None or key not in holders:
             continue
         holder = memory_id(holders[key])
-        if holders[key] == record.seq:  # the file was made before (or after) this memory changed
+        if holders[key] == record.number:  # the file was made before (or after) this memory changed
             raise InvalidInput(
                 f"{record.where}.key: {holder} holds {key!r} here with another value than the file's;"
                 f" nothing was imported, as an import never overwrites a memory. Forget {holder} first"
@@ -174,8 +175,8 @@ async def _import(tx: Tx, doc: Document, now: datetime, progress: Progress | Non
             f"{record.where}.key: {key!r} is already the key of {holder} in this database, a different"
             " memory; nothing was imported. Forget one of them, or change the key in the file."
         )
-    seqs = await _seqs(tx, new)
-    await export_import.insert_imported(tx, new, seqs, step)
+    numbers = await export_import.numbers_for(tx, [r.number for r in new])
+    await export_import.insert_imported(tx, new, numbers, step)
     edits = await merge_manual(tx, doc.profile_edits, now) if doc.profile_edits else False
     added = 0
     for session in doc.sessions:
@@ -183,9 +184,9 @@ async def _import(tx: Tx, doc: Document, now: datetime, progress: Progress | Non
     return ImportReport(
         memories=len(doc.memories),
         archived=len(doc.archived),
-        created=[memory_id(seqs[r.seq]) for r in new],
+        created=[memory_id(numbers[r.number]) for r in new],
         present=len(records) - len(new),
-        renamed={memory_id(r.seq): memory_id(seqs[r.seq]) for r in new if seqs[r.seq] != r.seq},
+        renamed={memory_id(r.number): memory_id(numbers[r.number]) for r in new if numbers[r.number] != r.number},
         withheld=doc.withheld,
         refused=doc.refused,
         sessions_added=added,
@@ -199,17 +200,17 @@ async def _absent(tx: Tx, records: Sequence[Record]) -> list[Record]:
     the one with its id first, so that copies the file holds twice are imported twice."""
     here: dict[tuple[str, str, str], set[int]] = defaultdict(set)
     for memory in await export_import.present_memories(tx, {r.content_hash for r in records}):
-        here[(memory.category, memory.content_hash, memory.created_at)].add(memory.seq)
+        here[(memory.category, memory.content_hash, memory.created_at)].add(memory.number)
     matched: set[int] = set()
     for record in records:  # same ids first
         same = here[(record.draft.category, record.content_hash, record.created_at)]
-        if record.seq in same:
-            same.discard(record.seq)
-            matched.add(record.seq)
+        if record.number in same:
+            same.discard(record.number)
+            matched.add(record.number)
     absent = []
     for record in records:
         same = here[(record.draft.category, record.content_hash, record.created_at)]
-        if record.seq in matched:
+        if record.number in matched:
             continue
         if same:
             same.pop()
@@ -218,26 +219,12 @@ async def _absent(tx: Tx, records: Sequence[Record]) -> list[Record]:
     return absent
 
 
-async def _seqs(tx: Tx, records: Sequence[Record]) -> dict[int, int]:
-    """File seq -> seq to write: its own when no memory, live or archived, of any namespace holds
-    it (seqs are the database's, not a namespace's); otherwise the next one never handed out."""
-    taken = await export_import.taken_seqs(tx, [r.seq for r in records])
-    following = max([await export_import.top_seq(tx), *(r.seq for r in records)]) + 1
-    seqs: dict[int, int] = {}
-    for record in records:
-        if record.seq in taken:
-            seqs[record.seq], following = following, following + 1
-        else:
-            seqs[record.seq] = record.seq
-    return seqs
-
-
 async def add_records(tx: Tx, records: Sequence[Record], step: Step | None = None) -> list[int]:
-    """Store `records` as new memories under the next ids never handed out (their own seqs, unique
-    among them, only tell them apart); returns the seqs given, in order."""
+    """Store `records` as new memories under the next ids never handed out here (their own
+    numbers, unique among them, only tell them apart); returns the numbers given, in order."""
     if not records:
         return []
-    top = await export_import.top_seq(tx)
-    seqs = {r.seq: top + i for i, r in enumerate(records, 1)}
-    await export_import.insert_imported(tx, records, seqs, step)
-    return [seqs[r.seq] for r in records]
+    given = await export_import.new_numbers(tx, len(records))
+    numbers = {r.number: n for r, n in zip(records, given, strict=True)}
+    await export_import.insert_imported(tx, records, numbers, step)
+    return given

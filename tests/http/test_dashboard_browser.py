@@ -622,6 +622,8 @@ def test_stats(page: Page, served: Served, api: Api) -> None:
     expect(page.get_by_test_id("stat-archived")).to_contain_text(str(stats["archived"]))
     expect(page.get_by_test_id("stat-sessions")).to_contain_text(str(stats["sessions"]))
     expect(page.get_by_test_id("stat-db-path")).to_have_text(stats["db_path"])
+    assert stats["db_bytes"] > 0, "without tokens the user owns the file: its size is shown"
+    expect(page.get_by_test_id("stat-db_bytes")).to_be_visible()
     rows = page.get_by_test_id("stats-categories").get_by_test_id("stat-row")
     expect(rows).to_have_count(len(stats["by_category"]))
     for name, count in stats["by_category"].items():
@@ -751,6 +753,11 @@ def test_sign_in_with_a_token(context: BrowserContext, tmp_path: Path, cache_dir
             tab.get_by_test_id("nav-stats").click()
             expect(tab.get_by_test_id("page-title")).to_have_text("Statistics")
             expect(tab.get_by_test_id("stat-total")).to_contain_text("1")
+            # The database may hold other namespaces: neither its size nor its path is shown to a token.
+            expect(tab.get_by_test_id("stats-categories").get_by_test_id("stat-row")).to_have_count(1)
+            expect(tab.get_by_test_id("stat-sessions")).to_be_visible()
+            expect(tab.get_by_test_id("stat-db_bytes")).to_have_count(0)
+            expect(tab.get_by_test_id("stat-db-path")).to_have_count(0)
             tab.get_by_test_id("sign-out").click()
             expect(tab.get_by_test_id("signin-form")).to_be_visible()
             assert tab.evaluate("sessionStorage.length") == 0

@@ -123,10 +123,10 @@ async def test_namespaces_cannot_read_list_recall_or_delete_each_other(served: S
         assert "oat" not in await _read(bob, "memory://MEMORY.md")
         stats = json.loads(await _read(bob, "memory://stats"))
         assert stats["total"] == 0
-        assert stats["db_path"] == served.db.name, "token holders are not told where the server keeps its files"
+        assert stats["db_path"] is None, "token holders are not told where the server keeps its files"
+        assert stats["db_bytes"] is None, "nor how much the database holds, every namespace's writes included"
         with pytest.raises(MCPError, match="no session has the id 'alice-s1'"):
             await bob.read_resource("memory://sessions/alice-s1")
-        assert "招商" not in await _read(bob, "memory://profile")
         assert (await call(bob, "cleanup", dry_run=True))["candidates"] == []
 
         # ... and tries to delete or overwrite them.
@@ -136,7 +136,12 @@ async def test_namespaces_cannot_read_list_recall_or_delete_each_other(served: S
         changed = await bob.call_tool("apply_changes", {"ops": [{"key": ids[0], "action": "del", "category": "fact"}]})
         assert changed.is_error
         bob_own = await call(bob, "remember", content="Bob 的银行是工商银行", category="fact", key="user.bank")
-        assert bob_own["action"] == "created" and bob_own["id"] not in ids
+        assert bob_own["action"] == "created"
+        # Ids are counted per namespace: Bob's first memory has Alice's first id, and each reads his own.
+        assert bob_own["id"] == secret["id"]
+        assert "工商银行" in await _read(bob, f"memory://memories/{bob_own['id']}")
+        assert "招商银行" in await _read(alice, f"memory://memories/{secret['id']}")
+        assert "招商" not in await _read(bob, "memory://profile")
 
         # Alice's memories are all there, unchanged.
         assert (await call(alice, "list"))["total"] == 3
@@ -187,6 +192,9 @@ async def test_change_notifications_stay_in_their_namespace(served: Served) -> N
         http_client(served.url, BOB) as bob,
         http_client(served.url, ALICE, mode="legacy", message_handler=inbox) as alice,
     ):
+        # Ids are counted per namespace: Alice has a memory of the id of Bob's first one too, and
+        # she watches that id; Bob's writes to his own must not reach her.
+        await call(alice, "remember", content="爱丽丝的第一条记忆：喜欢乌龙茶")
         first = await call(bob, "remember", content="Bob's first memory, about sailing")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", MCPDeprecationWarning)
@@ -306,6 +314,7 @@ def test_bad_tokens_stop_the_server_with_a_clear_message(tmp_path: Path, cache_d
 async def test_listen_streams_stay_in_their_namespace(served: Served) -> None:
     async with http_client(served.url, BOB) as bob, http_client(served.url, ALICE, mode="auto") as alice:
         assert alice.protocol_version == "2026-07-28"
+        await call(alice, "remember", content="爱丽丝的第一条记忆：喜欢乌龙茶")  # her own memory of the same id
         first = await call(bob, "remember", content="Bob's first memory, about sailing")
         watched = [f"memory://memories/{first['id']}", "memory://stats"]
         async with alice.listen(resources_list_changed=True, resource_subscriptions=watched) as stream:

@@ -91,9 +91,8 @@ async def _nearest(store: Store, query: str) -> str:
     vector = await store.embed_query(query)
     assert vector is not None
     found = await store.vector_search(vector, 1)
-    memory = await store.get(found[0].seq)
-    assert memory is not None
-    return memory.content
+    (candidate,) = await store.candidates([found[0].seq])  # a seq, the store's own key: not an id
+    return candidate.row.content
 
 
 async def test_memories_get_vectors_in_the_background_and_are_found_across_languages(
@@ -225,7 +224,8 @@ async def test_other_processes_writes_are_embedded_and_searched(
         assert [n.seq for n in await other.vector_search(query, 3)] == [
             n.seq for n in await store.vector_search(query, 3)
         ]
-        assert (await other.get((await other.vector_search(query, 1))[0].seq)).content == MEMORIES[1]  # type: ignore[union-attr]
+        (nearest,) = await other.candidates([(await other.vector_search(query, 1))[0].seq])
+        assert nearest.row.content == MEMORIES[1]
 
 
 async def test_bulk_import_is_caught_up_with_progress(config: Config, store: Store, service: MemoryService) -> None:

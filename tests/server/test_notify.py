@@ -355,5 +355,5 @@ def test_a_large_change_is_split_into_payloads_postgresql_accepts() -> None:
     assert len(payloads) > 1 and all(len(p.encode()) < 8000 for p in payloads)
     decoded = [decode(p) for p in payloads]
     assert all(d is not None and d[:2] == ("origin-1", "alice") for d in decoded)
-    assert set().union(*(d[2].seqs for d in decoded if d is not None)) == change.seqs
+    assert set().union(*(d[2].numbers for d in decoded if d is not None)) == change.numbers
     assert decode("not ours") is None

@@ -16,6 +16,7 @@ from mcp_memory_server.store import Store
 from mcp_memory_server.store import draft_values as draft_rows
 from mcp_memory_server.store import tx as tx_module
 from mcp_memory_server.store.postgres.backend import PgBackend
+from mcp_memory_server.store.rows import iso, utcnow
 from mcp_memory_server.store.sqlite.backend import SqliteBackend
 from mcp_memory_server.text import Segmenter
 from mcp_memory_server.text.tokens import fingerprint, index_text, keyword_query, normalize
@@ -177,8 +178,17 @@ async def test_migration_upgrades_an_existing_database(
         m.setattr(backend, "migrations", migrations[:2])  # a database made before migration 3
         async with Store(config, segmenter) as old:
             assert await old.schema_version() == 2
-            # (facts only: today's code marks the profile, a later table, stale on preferences)
-            ids = await MemoryService(old).import_memories([i | {"category": "fact"} for i in _items(5)])
+    # Rows as that release wrote them (today's writes need today's columns); the full-text index
+    # is built again on open, as after any release that changed how text is indexed.
+    for item in _items(5):
+        rawdb.rows(
+            config,
+            "INSERT INTO memories (content, category, tier, importance, confidence, source, content_hash,"
+            " created_at, updated_at, last_accessed) VALUES (?, 'fact', 'core', 0.5, 0.8, 'user', ?, ?, ?, ?)",
+            (item["content"], fingerprint(str(item["content"])), *[iso(utcnow())] * 3),
+        )
+    rawdb.rows(config, "UPDATE meta SET value = '0' WHERE name = 'index_version'")
+    ids = [f"mem_{n}" for n in range(1, 6)]
     if config.db_url is None:
         db = _db(config)
         assert db.execute("SELECT * FROM memory_fts_config WHERE k = 'hashsize'").fetchall() == []

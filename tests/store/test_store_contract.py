@@ -54,7 +54,7 @@ def _draft(content: str, **kw: Any) -> Draft:
 
 @dataclass
 class _Imported:
-    seq: int
+    number: int
     draft: Draft
     content_hash: str
     created_at: str
@@ -169,7 +169,7 @@ async def _script(store: Store) -> dict[str, Any]:
         out["working"] = await archive.working_memories(tx, "s1")
         out["archive"] = await archive.archive(tx, {run: "cleanup: 未使用 unused"}, iso(_at(30)))
         out["archived"] = await archive.archived(tx, [run, tea])
-        out["live_seqs"] = await archive.live_seqs(tx, [run, tea, mix])
+        out["live_numbers"] = await archive.live_numbers(tx, [run, tea, mix])
         out["key_holders"] = await archive.key_holders(tx, ["drink.tea", "无"])
         out["live_count"] = await archive.live_count(tx)
         await archive.promote(tx, [mix])
@@ -185,9 +185,10 @@ async def _script(store: Store) -> dict[str, Any]:
         out["present"] = await export_import.present_memories(tx, digests)
         out["held"] = await export_import.held_hashes(tx, digests)
         out["holders_in_full"] = await export_import.key_holders_in_full(tx, ["drink.tea"])
-        out["taken_seqs"] = await export_import.taken_seqs(tx, [tea, mix, 90000])
-        top = await export_import.top_seq(tx)
-        out["top_seq"] = top
+        # Taken here: tea (live) and mix (archived) get new numbers; 90000 is kept.
+        out["numbers_for"] = await export_import.numbers_for(tx, [tea, mix, 90000])
+        top = max(out["numbers_for"].values())
+        out["top_number"] = top
         row = SessionRow("s2", "旅行", '{"城市": "杭州"}', 2, None, iso(_at(40)), iso(_at(41)))
         out["add_session"] = (await export_import.add_session(tx, row), await export_import.add_session(tx, row))
         earlier = EarlierValue("旧的值 old", None, "fact", 0.4, 0.7, '["旧"]', "user", "updated", iso(_at(1)))
@@ -216,8 +217,9 @@ async def _script(store: Store) -> dict[str, Any]:
         ]
         await export_import.insert_imported(tx, records, {1: top + 10, 2: top + 11})
         out["imported"] = (await tx.get(top + 10), await tx.history(top + 10), await archive.archived(tx, [top + 11]))
+        await tx._conn.execute(tx._sql.numbers_after, (tx.namespace, top + 11))  # as numbers_for does
     async with store.transaction() as tx:
-        out["top_after_import"] = await export_import.top_seq(tx)
+        out["new_numbers"] = await export_import.new_numbers(tx, 2)
         fresh = await tx.insert(_draft("导入之后 after import"), fingerprint("导入之后 after import"), _at(50))
         out["seq_after_import"] = fresh.id
         out["deleted"] = await tx.delete([top + 10, top + 11, 424242])
@@ -304,7 +306,9 @@ def _checks(out: dict[str, Any]) -> None:
     assert out["archive"] == [parse_id(out["store_get"].id)]
     assert out["restored"].last_accessed == _at(31)
     assert out["add_session"] == (True, False)
-    assert out["seq_after_import"] == f"mem_{out['top_seq'] + 12}"  # imported seqs are never handed out again
+    assert out["numbers_for"] == {1: 90001, 3: 90002, 90000: 90000}  # tea and mix are taken, 90000 is kept
+    assert out["new_numbers"] == [out["top_number"] + 12, out["top_number"] + 13]
+    assert out["seq_after_import"] == f"mem_{out['top_number'] + 14}"  # imported numbers are never handed out again
     assert out["log_abandoned"] == 1 and [e.status for e in out["log_recent"]] == ["done", "done"]
     assert out["schema_version"] == PG_MIGRATIONS[-1][0]
     pending = out["vectors_pending"]

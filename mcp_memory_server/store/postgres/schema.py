@@ -232,6 +232,38 @@ MIGRATIONS: tuple[Migration, ...] = (
         ),
     ),
     (
+        11,
+        "memory numbers counted per namespace",
+        (
+            # As on SQLite (see store/sqlite/schema.py).
+            "ALTER TABLE memories ADD COLUMN number BIGINT",
+            "ALTER TABLE memory_archive ADD COLUMN number BIGINT",
+            "UPDATE memories SET number = seq",
+            "UPDATE memory_archive SET number = seq",
+            "ALTER TABLE memories ALTER COLUMN number SET NOT NULL",
+            "ALTER TABLE memory_archive ALTER COLUMN number SET NOT NULL",
+            "CREATE UNIQUE INDEX memories_number ON memories (namespace, number)",
+            "CREATE UNIQUE INDEX memory_archive_number ON memory_archive (namespace, number)",
+            "CREATE TABLE memory_numbers (namespace TEXT PRIMARY KEY, last BIGINT NOT NULL)",
+            """INSERT INTO meta (name, value) SELECT 'number_floor', greatest(
+                coalesce(pg_sequence_last_value(CAST(pg_get_serial_sequence('memories', 'seq') AS regclass)), 0),
+                coalesce((SELECT max(seq) FROM memories), 0),
+                coalesce((SELECT max(seq) FROM memory_archive), 0))::text""",
+            "DROP INDEX memories_updated",
+            "DROP INDEX memories_created",
+            "DROP INDEX memories_accessed",
+            "DROP INDEX memories_importance",
+            "CREATE INDEX memories_updated ON memories (namespace, updated_at, number)",
+            "CREATE INDEX memories_created ON memories (namespace, created_at, number)",
+            "CREATE INDEX memories_accessed ON memories (namespace, last_accessed, number)",
+            "CREATE INDEX memories_importance ON memories (namespace, importance, number)",
+            "ALTER TABLE extraction_log ADD COLUMN number BIGINT",
+            "UPDATE extraction_log SET number = seq",
+            "ALTER TABLE extraction_log ALTER COLUMN number SET NOT NULL",
+            "CREATE INDEX extraction_log_number ON extraction_log (namespace, number)",
+        ),
+    ),
+    (
         12,
         "key slots in one spelling",
         # Its work is done by the program (store/key_slots.py: NFKC, case folding, look-alike

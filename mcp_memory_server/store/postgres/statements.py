@@ -76,16 +76,27 @@ class PgStatements(Statements):
     log_one = "INSERT INTO memory_changes (namespace, seq) VALUES (%s, %s)"
     prune_log = "DELETE FROM memory_changes WHERE change <= (SELECT max(change) FROM memory_changes) - %s"
 
-    get = f"SELECT {COLUMNS} FROM memories WHERE seq = %s AND {_NS}"
+    get = f"SELECT {COLUMNS} FROM memories WHERE namespace = %s AND number = %s"
     by_key = f"SELECT {COLUMNS} FROM memories WHERE namespace = %s AND key = %s"
     taken_keys = f"SELECT key FROM memories WHERE namespace = %s AND key = {_TEXTS}"
     hashes = f"SELECT DISTINCT content_hash FROM memories WHERE namespace = %s AND content_hash = {_TEXTS}"
     by_hash = f"SELECT {COLUMNS} FROM memories WHERE namespace = %s AND category = %s AND content_hash = %s"
-    insert_memory = (
-        f"INSERT INTO memories (namespace, {DRAFT_COLUMNS}, content_hash, created_at, updated_at,"
-        f" last_accessed, access_count) VALUES ({', '.join(['%s'] * 15)}, 0) RETURNING seq"
+    _FLOOR = "coalesce((SELECT value::bigint FROM meta WHERE name = 'number_floor'), 0)"
+    _TAKE = (
+        f"INSERT INTO memory_numbers (namespace, last) VALUES (%s, {_FLOOR} + %s)"
+        " ON CONFLICT (namespace) DO UPDATE SET last = memory_numbers.last + %s RETURNING last"
     )
-    categories_of = "SELECT seq, category, session_id FROM memories WHERE seq = %s"
+    # One round trip: the namespace's next number is taken in the statement that uses it.
+    _insert_memory = (
+        f"WITH n AS ({_TAKE}) INSERT INTO memories (number, namespace, {DRAFT_COLUMNS}, content_hash,"
+        f" created_at, updated_at, last_accessed, access_count) SELECT n.last, {', '.join(['%s'] * 15)}, 0 FROM n"
+        " RETURNING seq, number"
+    )
+    numbers_after = (
+        f"INSERT INTO memory_numbers (namespace, last) VALUES (%s, greatest(%s, {_FLOOR}))"
+        " ON CONFLICT (namespace) DO UPDATE SET last = greatest(memory_numbers.last, excluded.last)"
+    )
+    categories_of = "SELECT seq, number, category, session_id FROM memories WHERE namespace = %s AND number = %s"
     keep_history = (
         "INSERT INTO memory_history (memory_seq, content, key, category, importance, confidence, tags, source,"
         " reason, changed_at) SELECT seq, content, key, category, importance, confidence, tags, source, %s, %s"
@@ -100,22 +111,23 @@ class PgStatements(Statements):
         " source = %s, tags = %s, session_id = coalesce(%s, session_id), client = coalesce(%s, client),"
         f" content_hash = %s, updated_at = %s WHERE seq = %s AND {_NS}"
     )
-    history = f"SELECT {HISTORY_COLUMNS} FROM memory_history WHERE memory_seq = %s ORDER BY seq"
-    drop_history = "DELETE FROM memory_history WHERE memory_seq = %s"
+    _SEQ_OF = "(SELECT seq FROM memories WHERE namespace = %s AND number = %s)"
+    history = f"SELECT {HISTORY_COLUMNS} FROM memory_history WHERE memory_seq = {_SEQ_OF} ORDER BY seq"
+    drop_history = f"DELETE FROM memory_history WHERE memory_seq = {_SEQ_OF}"
     core_lines = (
         "SELECT category, content, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day FROM memories"
         " WHERE namespace = %s AND tier = 'core' AND category <> 'profile' ORDER BY created_at, seq"
     )
-    live_of = f"SELECT seq, category, session_id FROM memories WHERE {_NS} AND seq = {_SEQS}"
+    live_of = f"SELECT seq, number, category, session_id FROM memories WHERE namespace = %s AND number = {_SEQS}"
     delete_history = f"DELETE FROM memory_history WHERE memory_seq = {_SEQS}"
     delete_fts = f"DELETE FROM memory_fts WHERE rowid = {_SEQS}"
     delete_memories = f"DELETE FROM memories WHERE seq = {_SEQS}"
-    archived_of = f"SELECT seq FROM memory_archive WHERE {_NS} AND seq = {_SEQS}"
+    archived_of = f"SELECT seq, number FROM memory_archive WHERE namespace = %s AND number = {_SEQS}"
     delete_archived_history = f"DELETE FROM memory_history_archive WHERE memory_seq = {_SEQS}"
     delete_archived = f"DELETE FROM memory_archive WHERE seq = {_SEQS}"
     log_rows = (
-        f"SELECT seq, category, session_id, false FROM memories WHERE seq = {_SEQS}"
-        f" UNION ALL SELECT seq, category, session_id, true FROM memory_archive WHERE seq = {_SEQS}"
+        f"SELECT number, category, session_id, false FROM memories WHERE seq = {_SEQS}"
+        f" UNION ALL SELECT number, category, session_id, true FROM memory_archive WHERE seq = {_SEQS}"
     )
     touch = f"UPDATE memories SET access_count = access_count + %s, last_accessed = %s WHERE seq = %s AND {_NS}"
     touch_sessions = (
@@ -152,7 +164,7 @@ class PgStatements(Statements):
 
     profile_stale = "UPDATE profile SET stale = true WHERE namespace = %s AND NOT stale"
 
-    keyed_memories = "SELECT seq, namespace, key, updated_at FROM memories WHERE key IS NOT NULL"
+    keyed_memories = "SELECT seq, number, namespace, key, updated_at FROM memories WHERE key IS NOT NULL"
     merge_into_history = (
         "INSERT INTO memory_history (memory_seq, content, key, category, importance, confidence, tags, source,"
         " reason, changed_at) SELECT %s, content, key, category, importance, confidence, tags, source, 'merged', %s"
@@ -180,7 +192,7 @@ class PgStatements(Statements):
         f"SELECT {COLUMNS} FROM memories WHERE namespace = %s AND tier = 'core'"
         " AND category NOT IN ('profile', 'context') ORDER BY importance DESC, updated_at DESC, seq LIMIT %s"
     )
-    profile_live_ids = f"SELECT 'mem_' || seq FROM memories WHERE namespace = %s AND 'mem_' || seq = {_TEXTS}"
+    profile_live_ids = f"SELECT 'mem_' || number FROM memories WHERE namespace = %s AND 'mem_' || number = {_TEXTS}"
     key_seqs = "SELECT seq FROM memories WHERE namespace = %s AND key = %s"
 
     archive_history = (
@@ -196,46 +208,46 @@ class PgStatements(Statements):
         f"INSERT INTO memory_history ({HISTORY_COLUMNS}) SELECT {HISTORY_COLUMNS} FROM memory_history_archive"
         f" WHERE memory_seq = {_SEQS} ORDER BY seq"
     )
-    archived_keys = f"SELECT seq, key FROM memory_archive WHERE seq = {_SEQS} AND {_NS}"
-    live_seqs = f"SELECT seq FROM memories WHERE seq = {_SEQS} AND {_NS}"
-    key_holders = f"SELECT key, seq FROM memories WHERE namespace = %s AND key = {_TEXTS}"
+    archived_keys = f"SELECT seq, number, key FROM memory_archive WHERE number = {_SEQS} AND namespace = %s"
+    live_numbers = f"SELECT number FROM memories WHERE number = {_SEQS} AND namespace = %s"
+    key_holders = f"SELECT key, number FROM memories WHERE namespace = %s AND key = {_TEXTS}"
     live_count = "SELECT count(*) FROM memories WHERE namespace = %s"
     cleanup_rows = """WITH copies AS (
                SELECT category, content_hash FROM memories WHERE namespace = %(ns)s
                GROUP BY category, content_hash HAVING count(*) > 1
            ), keepers AS (
-               SELECT m.seq, first_value(m.seq) OVER (
+               SELECT m.seq, first_value(m.number) OVER (
                    PARTITION BY m.category, m.content_hash
                    ORDER BY m.importance DESC, m.access_count DESC, m.key IS NULL, m.updated_at DESC, m.seq DESC
                ) AS keeper
                FROM copies c JOIN memories m
                ON m.namespace = %(ns)s AND m.category = c.category AND m.content_hash = c.content_hash
            )
-           SELECT seq, content, category, importance, access_count, source, created_at, last_accessed,
+           SELECT seq, number, content, category, importance, access_count, source, created_at, last_accessed,
                unused, low_importance, duplicate_of FROM (
-               SELECT m.seq, m.content, m.category, m.importance, m.access_count, m.source, m.created_at,
-                   m.last_accessed,
+               SELECT m.seq, m.number, m.content, m.category, m.importance, m.access_count, m.source,
+                   m.created_at, m.last_accessed,
                    m.access_count < %(accesses)s AND m.last_accessed < %(unused_before)s AS unused,
                    m.importance < %(low)s AND m.last_accessed < %(stale_before)s AS low_importance,
-                   CASE WHEN m.key IS NULL AND k.keeper <> m.seq THEN k.keeper END AS duplicate_of
+                   CASE WHEN m.key IS NULL AND k.keeper <> m.number THEN k.keeper END AS duplicate_of
                FROM memories m LEFT JOIN keepers k ON k.seq = m.seq
                WHERE m.namespace = %(ns)s
            ) AS selected WHERE unused OR low_importance OR duplicate_of IS NOT NULL
            ORDER BY last_accessed, seq"""
     working_memories = (
-        "SELECT seq, importance, access_count FROM memories"
+        "SELECT seq, number, importance, access_count FROM memories"
         " WHERE namespace = %s AND session_id = %s AND tier = 'working' ORDER BY seq"
     )
     promote = f"UPDATE memories SET tier = 'core' WHERE seq = {_SEQS} AND {_NS}"
 
-    export_memories = f"SELECT {COLUMNS} FROM memories WHERE namespace = %s AND key IS DISTINCT FROM %s ORDER BY seq"
+    export_memories = f"SELECT {COLUMNS} FROM memories WHERE namespace = %s AND key IS DISTINCT FROM %s ORDER BY number"
     export_history = (
         f"SELECT {HISTORY_COLUMNS} FROM memory_history WHERE memory_seq IN"
         " (SELECT seq FROM memories WHERE namespace = %s AND key IS DISTINCT FROM %s) ORDER BY seq"
     )
     export_archived = (
         f"SELECT {COLUMNS}, archived_at, archive_reason FROM memory_archive"
-        " WHERE namespace = %s AND key IS DISTINCT FROM %s ORDER BY seq"
+        " WHERE namespace = %s AND key IS DISTINCT FROM %s ORDER BY number"
     )
     export_archived_history = (
         f"SELECT {HISTORY_COLUMNS} FROM memory_history_archive WHERE memory_seq IN"
@@ -243,9 +255,9 @@ class PgStatements(Statements):
     )
     export_sessions = f"SELECT {SESSION_COLUMNS} FROM sessions WHERE namespace = %s ORDER BY session_id"
     present_memories = (
-        "SELECT seq, category, content_hash, created_at FROM memories WHERE namespace = %(ns)s"
+        "SELECT number, category, content_hash, created_at FROM memories WHERE namespace = %(ns)s"
         " AND content_hash = ANY(%(digests)s::text[]) UNION ALL"
-        " SELECT seq, category, content_hash, created_at FROM memory_archive WHERE namespace = %(ns)s"
+        " SELECT number, category, content_hash, created_at FROM memory_archive WHERE namespace = %(ns)s"
         " AND content_hash = ANY(%(digests)s::text[])"
     )
     held_hashes = (
@@ -254,20 +266,15 @@ class PgStatements(Statements):
         " WHERE namespace = %(ns)s AND content_hash = ANY(%(digests)s::text[])"
     )
     key_holders_in_full = (
-        "SELECT key, seq, content_hash, client, updated_at, false AS archived, (SELECT reason FROM memory_history h"
-        " WHERE h.memory_seq = m.seq ORDER BY h.seq DESC LIMIT 1) AS changed_by FROM memories m"
-        " WHERE namespace = %(ns)s AND key = ANY(%(keys)s::text[]) UNION ALL SELECT key, seq,"
+        "SELECT key, number, content_hash, client, updated_at, false AS archived, (SELECT reason"
+        " FROM memory_history h WHERE h.memory_seq = m.seq ORDER BY h.seq DESC LIMIT 1) AS changed_by FROM memories m"
+        " WHERE namespace = %(ns)s AND key = ANY(%(keys)s::text[]) UNION ALL SELECT key, number,"
         " content_hash, client, updated_at, true AS archived, NULL AS changed_by FROM memory_archive"
         " WHERE namespace = %(ns)s AND key = ANY(%(keys)s::text[])"
     )
-    taken_seqs = (
-        "SELECT seq FROM memories WHERE seq = ANY(%(seqs)s::bigint[])"
-        " UNION SELECT seq FROM memory_archive WHERE seq = ANY(%(seqs)s::bigint[])"
-    )
-    # The largest seq ever handed out, archived ones included (the identity's sequence).
-    top_seq = (
-        f"SELECT greatest(coalesce(pg_sequence_last_value(CAST({_SEQUENCE} AS regclass)), 0),"
-        " coalesce((SELECT max(seq) FROM memories), 0), coalesce((SELECT max(seq) FROM memory_archive), 0))"
+    taken_numbers = (
+        "SELECT number FROM memories WHERE namespace = %(ns)s AND number = ANY(%(numbers)s::bigint[])"
+        " UNION SELECT number FROM memory_archive WHERE namespace = %(ns)s AND number = ANY(%(numbers)s::bigint[])"
     )
 
     vector_bounds = (
@@ -307,20 +314,22 @@ class PgStatements(Statements):
         f" AND m.content_hash = v.content_hash WHERE {_M_NS} AND v.model = %s"
     )
 
+    # Writers take turns (the advisory lock), so the namespace's largest number is the last one.
     log_insert = (
-        "INSERT INTO extraction_log (namespace, digest, session_id, client, status, input, fast, deep, note_seq,"
-        f" created_at, updated_at) VALUES ({', '.join(['%s'] * 11)}) RETURNING seq"
+        "INSERT INTO extraction_log (number, namespace, digest, session_id, client, status, input, fast, deep,"
+        " note_seq, created_at, updated_at) VALUES ((SELECT coalesce(max(number), 0) + 1 FROM extraction_log"
+        f" WHERE namespace = %s), {', '.join(['%s'] * 11)}) RETURNING number"
     )
-    log_prune = "DELETE FROM extraction_log WHERE namespace = %s AND seq <= %s"
+    log_prune = "DELETE FROM extraction_log WHERE namespace = %s AND number <= %s"
     _LOG = (
-        "SELECT seq, digest, session_id, client, status, input, fast, deep, note_seq, created_at, updated_at"
+        "SELECT number, digest, session_id, client, status, input, fast, deep, note_seq, created_at, updated_at"
         " FROM extraction_log"
     )
-    log_pending = f"{_LOG} WHERE namespace = %s AND digest = %s AND status = 'pending' ORDER BY seq DESC LIMIT 1"
+    log_pending = f"{_LOG} WHERE namespace = %s AND digest = %s AND status = 'pending' ORDER BY number DESC LIMIT 1"
     log_settle = (
-        "UPDATE extraction_log SET status = 'done', deep = %s, updated_at = %s WHERE namespace = %s AND seq = %s"
+        "UPDATE extraction_log SET status = 'done', deep = %s, updated_at = %s WHERE namespace = %s AND number = %s"
     )
-    log_recent = f"{_LOG} WHERE namespace = %s ORDER BY seq DESC LIMIT %s"
+    log_recent = f"{_LOG} WHERE namespace = %s ORDER BY number DESC LIMIT %s"
     log_settle_abandoned = (
         "UPDATE extraction_log SET status = 'done', deep = %s, updated_at = %s"
         " WHERE namespace = %s AND status = 'pending' AND updated_at < %s"
@@ -361,10 +370,10 @@ class PgStatements(Statements):
         return f"SELECT count(*) FROM memories m WHERE m.namespace = %s{where}"
 
     def list_rows(self, column: str, where: str, keyset: bool) -> str:
-        after = f" AND (m.{column} < %s OR (m.{column} = %s AND m.seq < %s))" if keyset else ""
+        after = f" AND (m.{column} < %s OR (m.{column} = %s AND m.number < %s))" if keyset else ""
         return (
             f"SELECT {M_COLUMNS}, m.{column} FROM memories m WHERE m.namespace = %s{where}{after}"
-            f" ORDER BY m.{column} DESC, m.seq DESC LIMIT %s"
+            f" ORDER BY m.{column} DESC, m.number DESC LIMIT %s"
         )
 
     def archive_move(self, at: str, reasons: Sequence[tuple[int, str]], namespace: str) -> tuple[str, list[Any]]:
@@ -372,7 +381,7 @@ class PgStatements(Statements):
             f"INSERT INTO memory_archive ({MEMORY_ROW}, archived_at, archive_reason)"
             f" SELECT {_M_MEMORY_ROW}, %s, r.reason FROM memories m"
             " JOIN unnest(%s::bigint[], %s::text[]) AS r (seq, reason) ON r.seq = m.seq"
-            f" WHERE {_M_NS} RETURNING seq"
+            f" WHERE {_M_NS} RETURNING seq, number"
         )
         return sql, [at, [seq for seq, _ in reasons], [why for _, why in reasons], namespace]
 
@@ -405,6 +414,14 @@ class PgStatements(Statements):
         # candidates that the primary key finds. Sampling costs a fraction of the load itself.
         if rows >= _ANALYZE_AFTER:
             await conn.execute("ANALYZE memories, memory_fts")
+
+    async def insert_memory(self, conn: Conn, values: Sequence[Any]) -> tuple[int, int]:
+        rows = list(await conn.execute_fetchall(self._insert_memory, (values[0], 1, 1, *values)))
+        return int(rows[0][0]), int(rows[0][1])
+
+    async def take_numbers(self, conn: Conn, namespace: str, count: int) -> int:
+        last = await scalar(conn, self._TAKE, (namespace, count, count))
+        return int(last) - count + 1
 
     async def next_seqs(self, conn: Conn, count: int) -> int:
         last = await scalar(conn, f"SELECT setval({_SEQUENCE}, nextval({_SEQUENCE}) + %s - 1)", (count,))

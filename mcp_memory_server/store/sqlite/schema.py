@@ -226,6 +226,47 @@ MIGRATIONS: tuple[Migration, ...] = (
         ),
     ),
     (
+        11,
+        "memory numbers counted per namespace",
+        (
+            # A memory's id is 'mem_' || number, counted in its own namespace: the ids a namespace
+            # sees never jump by the writes of the others sharing the database. seq stays the
+            # database's key (history, full-text rowid, vectors, change log). A memory keeps its
+            # number in the archive and gets it back on restore.
+            "ALTER TABLE memories ADD COLUMN number INTEGER NOT NULL DEFAULT 0",
+            "ALTER TABLE memory_archive ADD COLUMN number INTEGER NOT NULL DEFAULT 0",
+            # Every id given out before stays valid: it was 'mem_' || seq.
+            "UPDATE memories SET number = seq",
+            "UPDATE memory_archive SET number = seq",
+            "CREATE UNIQUE INDEX memories_number ON memories (namespace, number)",
+            "CREATE UNIQUE INDEX memory_archive_number ON memory_archive (namespace, number)",
+            # The last number each namespace handed out: never handed out again, also after a
+            # delete. A namespace without a row continues after `number_floor`, the largest seq
+            # the database had handed out when numbering began (0 for a new database), so an id
+            # of the database-wide numbering (a namespace's memory since deleted) never names
+            # another memory later.
+            "CREATE TABLE memory_numbers (namespace TEXT PRIMARY KEY, last INTEGER NOT NULL)",
+            """INSERT INTO meta (name, value) SELECT 'number_floor', CAST(max(
+                coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'memories'), 0),
+                coalesce((SELECT max(seq) FROM memories), 0),
+                coalesce((SELECT max(seq) FROM memory_archive), 0)) AS TEXT)""",
+            # Listing pages end on (sort value, number): a client's cursor holds the number.
+            "DROP INDEX memories_updated",
+            "DROP INDEX memories_created",
+            "DROP INDEX memories_accessed",
+            "DROP INDEX memories_importance",
+            "CREATE INDEX memories_updated ON memories (namespace, updated_at, number)",
+            "CREATE INDEX memories_created ON memories (namespace, created_at, number)",
+            "CREATE INDEX memories_accessed ON memories (namespace, last_accessed, number)",
+            "CREATE INDEX memories_importance ON memories (namespace, importance, number)",
+            # Sieve runs (run_<number>) are counted per namespace too; note_seq holds the fallback
+            # note's number from now on (the same value as its seq for every row written before).
+            "ALTER TABLE extraction_log ADD COLUMN number INTEGER NOT NULL DEFAULT 0",
+            "UPDATE extraction_log SET number = seq",
+            "CREATE INDEX extraction_log_number ON extraction_log (namespace, number)",
+        ),
+    ),
+    (
         12,
         "key slots in one spelling",
         # Its work is done by the program (store/key_slots.py: NFKC, case folding, look-alike

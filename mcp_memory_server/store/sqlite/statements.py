@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Iterable, Sequence
 from typing import Any
 
 from ..backend import Conn
-from ..draft_values import DRAFT_COLUMNS, FTS_ROW, MEMORY_ROW
+from ..draft_values import DRAFT_COLUMNS, FTS_ROW, MEMORY_ROW, MEMORY_WIDTH
 from ..rows import COLUMNS, HISTORY_COLUMNS, M_COLUMNS, SESSION_COLUMNS, scalar
 from ..statements import Row, Statements
 
@@ -80,16 +80,25 @@ class SqliteStatements(Statements):
     log_one = "INSERT INTO memory_changes (namespace, seq) VALUES (?, ?)"
     prune_log = "DELETE FROM memory_changes WHERE change <= (SELECT max(change) FROM memory_changes) - ?"
 
-    get = f"SELECT {COLUMNS} FROM memories WHERE seq = ? AND +namespace = ?"
+    get = f"SELECT {COLUMNS} FROM memories WHERE namespace = ? AND number = ?"
     by_key = f"SELECT {COLUMNS} FROM memories WHERE namespace = ? AND key = ?"
     taken_keys = f"SELECT key FROM memories WHERE namespace = ? AND key IN {_LIST}"
     hashes = f"SELECT DISTINCT content_hash FROM memories WHERE namespace = ? AND content_hash IN {_LIST}"
     by_hash = f"SELECT {COLUMNS} FROM memories WHERE namespace = ? AND category = ? AND content_hash = ?"
-    insert_memory = (
-        f"INSERT INTO memories (namespace, {DRAFT_COLUMNS}, content_hash, created_at, updated_at,"
-        " last_accessed, access_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0) RETURNING seq"
+    _insert_memory = (
+        f"INSERT INTO memories (number, namespace, {DRAFT_COLUMNS}, content_hash, created_at, updated_at,"
+        " last_accessed, access_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0) RETURNING seq"
     )
-    categories_of = "SELECT seq, category, session_id FROM memories WHERE seq = ?"
+    _FLOOR = "coalesce((SELECT CAST(value AS INTEGER) FROM meta WHERE name = 'number_floor'), 0)"
+    _take_numbers = (
+        f"INSERT INTO memory_numbers (namespace, last) VALUES (?, {_FLOOR} + ?)"
+        " ON CONFLICT (namespace) DO UPDATE SET last = last + ? RETURNING last"
+    )
+    numbers_after = (
+        f"INSERT INTO memory_numbers (namespace, last) VALUES (?, max(?, {_FLOOR}))"
+        " ON CONFLICT (namespace) DO UPDATE SET last = max(last, excluded.last)"
+    )
+    categories_of = "SELECT seq, number, category, session_id FROM memories WHERE namespace = ? AND number = ?"
     keep_history = (
         "INSERT INTO memory_history (memory_seq, content, key, category, importance, confidence, tags, source,"
         " reason, changed_at) SELECT seq, content, key, category, importance, confidence, tags, source, ?, ?"
@@ -104,22 +113,23 @@ class SqliteStatements(Statements):
         " source = ?, tags = ?, session_id = coalesce(?, session_id), client = coalesce(?, client),"
         " content_hash = ?, updated_at = ? WHERE seq = ? AND +namespace = ?"
     )
-    history = f"SELECT {HISTORY_COLUMNS} FROM memory_history WHERE memory_seq = ? ORDER BY seq"
-    drop_history = "DELETE FROM memory_history WHERE memory_seq = ?"
+    _SEQ_OF = "(SELECT seq FROM memories WHERE namespace = ? AND number = ?)"
+    history = f"SELECT {HISTORY_COLUMNS} FROM memory_history WHERE memory_seq = {_SEQ_OF} ORDER BY seq"
+    drop_history = f"DELETE FROM memory_history WHERE memory_seq = {_SEQ_OF}"
     core_lines = (
         "SELECT category, content, substr(created_at, 1, 10) AS day FROM memories"
         " WHERE namespace = ? AND tier = 'core' AND category != 'profile' ORDER BY created_at, seq"
     )
-    live_of = f"SELECT seq, category, session_id FROM memories WHERE +namespace = ? AND seq IN {_SEQS}"
+    live_of = f"SELECT seq, number, category, session_id FROM memories WHERE namespace = ? AND number IN {_SEQS}"
     delete_history = f"DELETE FROM memory_history WHERE memory_seq IN {_SEQS}"
     delete_fts = f"DELETE FROM memory_fts WHERE rowid IN {_SEQS}"
     delete_memories = f"DELETE FROM memories WHERE seq IN {_SEQS}"
-    archived_of = f"SELECT seq FROM memory_archive WHERE +namespace = ? AND seq IN {_SEQS}"
+    archived_of = f"SELECT seq, number FROM memory_archive WHERE namespace = ? AND number IN {_SEQS}"
     delete_archived_history = f"DELETE FROM memory_history_archive WHERE memory_seq IN {_SEQS}"
     delete_archived = f"DELETE FROM memory_archive WHERE seq IN {_SEQS}"
     log_rows = (
-        f"SELECT seq, category, session_id, 0 FROM memories WHERE seq IN {_SEQS}"
-        f" UNION ALL SELECT seq, category, session_id, 1 FROM memory_archive WHERE seq IN {_SEQS}"
+        f"SELECT number, category, session_id, 0 FROM memories WHERE seq IN {_SEQS}"
+        f" UNION ALL SELECT number, category, session_id, 1 FROM memory_archive WHERE seq IN {_SEQS}"
     )
     touch = "UPDATE memories SET access_count = access_count + ?, last_accessed = ? WHERE seq = ? AND +namespace = ?"
     touch_sessions = (
@@ -156,7 +166,7 @@ class SqliteStatements(Statements):
 
     profile_stale = "UPDATE profile SET stale = 1 WHERE namespace = ? AND stale = 0"
 
-    keyed_memories = "SELECT seq, namespace, key, updated_at FROM memories WHERE key IS NOT NULL"
+    keyed_memories = "SELECT seq, number, namespace, key, updated_at FROM memories WHERE key IS NOT NULL"
     merge_into_history = (
         "INSERT INTO memory_history (memory_seq, content, key, category, importance, confidence, tags, source,"
         " reason, changed_at) SELECT ?, content, key, category, importance, confidence, tags, source, 'merged', ?"
@@ -183,7 +193,7 @@ class SqliteStatements(Statements):
         f"SELECT {COLUMNS} FROM memories WHERE namespace = ? AND tier = 'core'"
         " AND category NOT IN ('profile', 'context') ORDER BY importance DESC, updated_at DESC, seq LIMIT ?"
     )
-    profile_live_ids = f"SELECT 'mem_' || seq FROM memories WHERE namespace = ? AND 'mem_' || seq IN {_LIST}"
+    profile_live_ids = f"SELECT 'mem_' || number FROM memories WHERE namespace = ? AND 'mem_' || number IN {_LIST}"
     key_seqs = "SELECT seq FROM memories WHERE namespace = ? AND key = ?"
 
     archive_history = (
@@ -201,46 +211,46 @@ class SqliteStatements(Statements):
         f"INSERT INTO memory_history ({HISTORY_COLUMNS}) SELECT {HISTORY_COLUMNS} FROM memory_history_archive"
         f" WHERE memory_seq IN {_SEQS} ORDER BY seq"
     )
-    archived_keys = f"SELECT seq, key FROM memory_archive WHERE seq IN {_SEQS} AND +namespace = ?"
-    live_seqs = f"SELECT seq FROM memories WHERE seq IN {_SEQS} AND +namespace = ?"
-    key_holders = f"SELECT key, seq FROM memories WHERE namespace = ? AND key IN {_LIST}"
+    archived_keys = f"SELECT seq, number, key FROM memory_archive WHERE number IN {_SEQS} AND namespace = ?"
+    live_numbers = f"SELECT number FROM memories WHERE number IN {_SEQS} AND namespace = ?"
+    key_holders = f"SELECT key, number FROM memories WHERE namespace = ? AND key IN {_LIST}"
     live_count = "SELECT count(*) FROM memories WHERE namespace = ?"
     cleanup_rows = """WITH copies AS (
                SELECT category, content_hash FROM memories WHERE namespace = :ns
                GROUP BY category, content_hash HAVING count(*) > 1
            ), keepers AS (
-               SELECT m.seq, first_value(m.seq) OVER (
+               SELECT m.seq, first_value(m.number) OVER (
                    PARTITION BY m.category, m.content_hash
                    ORDER BY m.importance DESC, m.access_count DESC, m.key IS NULL, m.updated_at DESC, m.seq DESC
                ) AS keeper
                FROM copies c JOIN memories m
                ON m.namespace = :ns AND m.category = c.category AND m.content_hash = c.content_hash
            )
-           SELECT seq, content, category, importance, access_count, source, created_at, last_accessed,
+           SELECT seq, number, content, category, importance, access_count, source, created_at, last_accessed,
                unused, low_importance, duplicate_of FROM (
-               SELECT m.seq, m.content, m.category, m.importance, m.access_count, m.source, m.created_at,
-                   m.last_accessed,
+               SELECT m.seq, m.number, m.content, m.category, m.importance, m.access_count, m.source,
+                   m.created_at, m.last_accessed,
                    m.access_count < :accesses AND m.last_accessed < :unused_before AS unused,
                    m.importance < :low AND m.last_accessed < :stale_before AS low_importance,
-                   CASE WHEN m.key IS NULL AND k.keeper != m.seq THEN k.keeper END AS duplicate_of
+                   CASE WHEN m.key IS NULL AND k.keeper != m.number THEN k.keeper END AS duplicate_of
                FROM memories m LEFT JOIN keepers k ON k.seq = m.seq
                WHERE m.namespace = :ns
            ) AS selected WHERE unused OR low_importance OR duplicate_of IS NOT NULL
            ORDER BY last_accessed, seq"""
     working_memories = (
-        "SELECT seq, importance, access_count FROM memories"
+        "SELECT seq, number, importance, access_count FROM memories"
         " WHERE namespace = ? AND session_id = ? AND tier = 'working' ORDER BY seq"
     )
     promote = f"UPDATE memories SET tier = 'core' WHERE seq IN {_SEQS} AND +namespace = ?"
 
-    export_memories = f"SELECT {COLUMNS} FROM memories WHERE namespace = ? AND key IS NOT ? ORDER BY seq"
+    export_memories = f"SELECT {COLUMNS} FROM memories WHERE namespace = ? AND key IS NOT ? ORDER BY number"
     export_history = (
         f"SELECT {HISTORY_COLUMNS} FROM memory_history WHERE memory_seq IN"
         " (SELECT seq FROM memories WHERE namespace = ? AND key IS NOT ?) ORDER BY seq"
     )
     export_archived = (
         f"SELECT {COLUMNS}, archived_at, archive_reason FROM memory_archive"
-        " WHERE namespace = ? AND key IS NOT ? ORDER BY seq"
+        " WHERE namespace = ? AND key IS NOT ? ORDER BY number"
     )
     export_archived_history = (
         f"SELECT {HISTORY_COLUMNS} FROM memory_history_archive WHERE memory_seq IN"
@@ -248,9 +258,9 @@ class SqliteStatements(Statements):
     )
     export_sessions = f"SELECT {SESSION_COLUMNS} FROM sessions WHERE namespace = ? ORDER BY session_id"
     present_memories = (
-        "SELECT seq, category, content_hash, created_at FROM memories WHERE namespace = :ns"
+        "SELECT number, category, content_hash, created_at FROM memories WHERE namespace = :ns"
         " AND content_hash IN (SELECT value FROM json_each(:digests)) UNION ALL"
-        " SELECT seq, category, content_hash, created_at FROM memory_archive WHERE namespace = :ns"
+        " SELECT number, category, content_hash, created_at FROM memory_archive WHERE namespace = :ns"
         " AND content_hash IN (SELECT value FROM json_each(:digests))"
     )
     held_hashes = (
@@ -259,20 +269,16 @@ class SqliteStatements(Statements):
         " WHERE namespace = :ns AND content_hash IN (SELECT value FROM json_each(:digests))"
     )
     key_holders_in_full = (
-        "SELECT key, seq, content_hash, client, updated_at, 0 AS archived, (SELECT reason FROM memory_history h"
+        "SELECT key, number, content_hash, client, updated_at, 0 AS archived, (SELECT reason FROM memory_history h"
         " WHERE h.memory_seq = m.seq ORDER BY h.seq DESC LIMIT 1) AS changed_by FROM memories m"
-        " WHERE namespace = :ns AND key IN (SELECT value FROM json_each(:keys)) UNION ALL SELECT key, seq,"
+        " WHERE namespace = :ns AND key IN (SELECT value FROM json_each(:keys)) UNION ALL SELECT key, number,"
         " content_hash, client, updated_at, 1 AS archived, NULL AS changed_by FROM memory_archive"
         " WHERE namespace = :ns AND key IN (SELECT value FROM json_each(:keys))"
     )
-    taken_seqs = (
-        "SELECT seq FROM memories WHERE seq IN (SELECT CAST(value AS INTEGER) FROM json_each(:seqs))"
-        " UNION SELECT seq FROM memory_archive WHERE seq IN (SELECT CAST(value AS INTEGER) FROM json_each(:seqs))"
-    )
-    # The largest seq ever handed out, archived ones included (AUTOINCREMENT's own counter).
-    top_seq = (
-        "SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'memories'), 0),"
-        " coalesce((SELECT max(seq) FROM memories), 0), coalesce((SELECT max(seq) FROM memory_archive), 0))"
+    taken_numbers = (
+        "SELECT number FROM memories WHERE namespace = :ns AND number IN"
+        " (SELECT CAST(value AS INTEGER) FROM json_each(:numbers)) UNION SELECT number FROM memory_archive"
+        " WHERE namespace = :ns AND number IN (SELECT CAST(value AS INTEGER) FROM json_each(:numbers))"
     )
 
     vector_bounds = (
@@ -313,18 +319,22 @@ class SqliteStatements(Statements):
         " AND m.content_hash = v.content_hash WHERE +m.namespace = ? AND v.model = ?"
     )
 
+    # Writers take turns (BEGIN IMMEDIATE), so the namespace's largest number is the last one.
     log_insert = (
-        "INSERT INTO extraction_log (namespace, digest, session_id, client, status, input, fast, deep, note_seq,"
-        " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq"
+        "INSERT INTO extraction_log (number, namespace, digest, session_id, client, status, input, fast, deep,"
+        " note_seq, created_at, updated_at) VALUES ((SELECT coalesce(max(number), 0) + 1 FROM extraction_log"
+        " WHERE namespace = ?), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING number"
     )
-    log_prune = "DELETE FROM extraction_log WHERE namespace = ? AND seq <= ?"
+    log_prune = "DELETE FROM extraction_log WHERE namespace = ? AND number <= ?"
     _LOG = (
-        "SELECT seq, digest, session_id, client, status, input, fast, deep, note_seq, created_at, updated_at"
+        "SELECT number, digest, session_id, client, status, input, fast, deep, note_seq, created_at, updated_at"
         " FROM extraction_log"
     )
-    log_pending = f"{_LOG} WHERE namespace = ? AND digest = ? AND status = 'pending' ORDER BY seq DESC LIMIT 1"
-    log_settle = "UPDATE extraction_log SET status = 'done', deep = ?, updated_at = ? WHERE namespace = ? AND seq = ?"
-    log_recent = f"{_LOG} WHERE namespace = ? ORDER BY seq DESC LIMIT ?"
+    log_pending = f"{_LOG} WHERE namespace = ? AND digest = ? AND status = 'pending' ORDER BY number DESC LIMIT 1"
+    log_settle = (
+        "UPDATE extraction_log SET status = 'done', deep = ?, updated_at = ? WHERE namespace = ? AND number = ?"
+    )
+    log_recent = f"{_LOG} WHERE namespace = ? ORDER BY number DESC LIMIT ?"
     log_settle_abandoned = (
         "UPDATE extraction_log SET status = 'done', deep = ?, updated_at = ?"
         " WHERE namespace = ? AND status = 'pending' AND updated_at < ?"
@@ -367,10 +377,10 @@ class SqliteStatements(Statements):
         return f"SELECT count(*) FROM memories m WHERE m.namespace = ?{where}"
 
     def list_rows(self, column: str, where: str, keyset: bool) -> str:
-        after = f" AND (m.{column} < ? OR (m.{column} = ? AND m.seq < ?))" if keyset else ""
+        after = f" AND (m.{column} < ? OR (m.{column} = ? AND m.number < ?))" if keyset else ""
         return (
             f"SELECT {M_COLUMNS}, m.{column} FROM memories m WHERE m.namespace = ?{where}{after}"
-            f" ORDER BY m.{column} DESC, m.seq DESC LIMIT ?"
+            f" ORDER BY m.{column} DESC, m.number DESC LIMIT ?"
         )
 
     def archive_move(self, at: str, reasons: Sequence[tuple[int, str]], namespace: str) -> tuple[str, list[Any]]:
@@ -378,7 +388,7 @@ class SqliteStatements(Statements):
         sql = (
             f"INSERT INTO memory_archive ({MEMORY_ROW}, archived_at, archive_reason)"
             f" SELECT {MEMORY_ROW}, ?, CASE seq {why} END"
-            f" FROM memories WHERE seq IN {_SEQS} AND +namespace = ? RETURNING seq"
+            f" FROM memories WHERE seq IN {_SEQS} AND +namespace = ? RETURNING seq, number"
         )
         args = [at, *(v for pair in reasons for v in pair), self.array(seq for seq, _ in reasons), namespace]
         return sql, args
@@ -398,12 +408,22 @@ class SqliteStatements(Statements):
         # One multi-row INSERT per table: SQLite runs each in the connection's thread with the GIL
         # released (executemany would take it back for every row).
         return [
-            conn.execute(self.insert_rows("memories", MEMORY_ROW, 17, len(memories)), [v for r in memories for v in r]),
+            conn.execute(
+                self.insert_rows("memories", MEMORY_ROW, MEMORY_WIDTH, len(memories)), [v for r in memories for v in r]
+            ),
             conn.execute(self.insert_rows("memory_fts", FTS_ROW, 5, len(fts)), [v for r in fts for v in r]),
         ]
 
     async def after_bulk(self, conn: Conn, rows: int) -> None:
         """Nothing: SQLite's planner goes by the indexes, not by statistics (none are gathered)."""
+
+    async def insert_memory(self, conn: Conn, values: Sequence[Any]) -> tuple[int, int]:
+        number = await self.take_numbers(conn, values[0], 1)
+        return int(await scalar(conn, self._insert_memory, (number, *values))), number
+
+    async def take_numbers(self, conn: Conn, namespace: str, count: int) -> int:
+        last = await scalar(conn, self._take_numbers, (namespace, count, count))
+        return int(last) - count + 1
 
     async def next_seqs(self, conn: Conn, count: int) -> int:
         # AUTOINCREMENT continues after the larger of the two; the caller holds the write lock.
