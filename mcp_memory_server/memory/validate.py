@@ -14,7 +14,8 @@ from ..config.config import Config
 from ..config.limits import MAX_KEY_CHARS, MAX_SESSION_CHARS
 from ..errors import InvalidInput, SecretRefused
 from ..models import CATEGORY_PATTERN, SOURCE_ALIASES, Draft, Source, Tier
-from ..text.redaction import describe, redact
+from ..text.redaction import describe
+from ..text.screening import PersonalNumbers, inspect, screen_text
 from ..text.tokens import normalize
 
 __all__ = [
@@ -26,6 +27,8 @@ __all__ = [
     "key",
     "quoted",
     "screen",
+    "screen_name",
+    "screen_names",
     "session_id",
     "source",
     "tags",
@@ -185,21 +188,52 @@ _SUBSTANCE = re.compile(r"[^\W_]")
 MIN_LEFT_CHARS = 12  # letters, digits or characters left beside the withheld secrets
 
 
-def screen(content: str) -> tuple[str, tuple[str, ...]]:
-    """Content with its secrets replaced by `[withheld: kind]`, and the kinds withheld. When little
-    is left besides the secrets ("我的密码是 ..."), nothing is worth storing: SecretRefused."""
-    redaction = redact(content)
-    if not redaction.withheld:
+def screen(content: str, personal: PersonalNumbers = "mask", *, field: str = "content") -> tuple[str, tuple[str, ...]]:
+    """Free text (content, a topic, a variable's value, a profile text) with its secrets and personal
+    numbers replaced by `[withheld: kind]`, and the kinds withheld. When little is left besides them
+    ("我的密码是 ..."), nothing is worth storing: SecretRefused. With personal numbers to refuse, one
+    is enough to refuse the text."""
+    screened = screen_text(content, personal)
+    if not screened.findings:
         return content, ()
-    left = len(_SUBSTANCE.findall(_PLACEHOLDER.sub("", redaction.text)))
+    where = "" if field == "content" else f"{field}: "
+    kinds = ", ".join(screened.withheld)
+    if personal == "refuse" and screened.personal:
+        log.info("%s refused: it holds a personal number (%s)", field, kinds)
+        raise SecretRefused(
+            f"{where}holds a {screened.personal[0]}, and personal numbers are refused here "
+            "(MCP_MEMORY_PERSONAL_NUMBERS=refuse); nothing was stored."
+        )
+    left = len(_SUBSTANCE.findall(_PLACEHOLDER.sub("", screened.text)))
     refused = left < MIN_LEFT_CHARS
-    kinds = ", ".join(dict.fromkeys(redaction.withheld))
-    log.info("secrets withheld from content to store (%s); %s", kinds, "nothing stored" if refused else "the rest kept")
+    log.info("withheld from %s to store (%s); %s", field, kinds, "nothing stored" if refused else "the rest kept")
     if refused:
         raise SecretRefused(
-            f"{describe(redaction.withheld)} What is left says nothing without them, so nothing was stored."
+            f"{where}{describe(screened.withheld)} What is left says nothing without them, so nothing was stored."
         )
-    return redaction.text, redaction.withheld
+    return screened.text, screened.withheld
+
+
+def screen_name(value: object, field: str, personal: PersonalNumbers = "mask") -> None:
+    """A name (a key, a tag, a session id, a source, a client, a variable's name) is stored and shown
+    whole, so one holding a secret or a personal number is refused whole: SecretRefused naming the
+    field and what it holds, never the value."""
+    if not value or not isinstance(value, str):
+        return
+    findings = inspect(value, personal)
+    if findings:
+        kinds = ", ".join(dict.fromkeys(f.kind for f in findings))
+        log.info("%s refused: it holds %s", field, kinds)
+        raise SecretRefused(
+            f"{field} holds a secret or personal number ({kinds}); names are stored and shown as written, so "
+            "nothing was stored. Put a plain name here and leave the value out."
+        )
+
+
+def screen_names(values: Iterable[object] | None, field: str, personal: PersonalNumbers = "mask") -> None:
+    for value in values or ():
+        if isinstance(value, str):  # anything else is refused by the check of its type
+            screen_name(value, field, personal)
 
 
 def draft(
@@ -220,8 +254,16 @@ def draft(
     """Everything `remember` accepts, checked and normalised in one place; secrets are withheld.
     `screened` is what an earlier draft made of this content (its text and the kinds withheld),
     so that a draft made again inside a transaction does not screen the text there."""
-    if screened is None:
-        screened = screen(text(content, field="content", limit=config.limits.max_content_chars))
+    tag_list = tuple(tag_list) if tag_list is not None else None
+    if screened is None:  # a draft made again from screened values is not screened again (in a transaction)
+        # Names are screened before they are checked, so that no error message quotes a secret.
+        personal = config.limits.personal_numbers
+        screened = screen(text(content, field="content", limit=config.limits.max_content_chars), personal)
+        for value, field in ((key_name, "key"), (category_name, "category"), (source_name, "source")):
+            screen_name(value, field, personal)
+        screen_name(session, "session_id", personal)
+        screen_name(client, "client", personal)
+        screen_names(tag_list, "tag", personal)
     cleaned, withheld = screened
     return Draft(
         content=cleaned,
