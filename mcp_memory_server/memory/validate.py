@@ -7,15 +7,15 @@ import functools
 import logging
 import re
 import unicodedata
-from collections.abc import Iterable
-from typing import cast, get_args
+from collections.abc import Iterable, Mapping
+from typing import Any, cast, get_args
 
 from ..config.config import Config
 from ..config.limits import MAX_KEY_CHARS, MAX_SESSION_CHARS
 from ..errors import InvalidInput, SecretRefused
 from ..models import CATEGORY_PATTERN, SOURCE_ALIASES, Draft, Source, Tier
-from ..text.redaction import describe
-from ..text.screening import PersonalNumbers, inspect, screen_text
+from ..text.redaction import Finding, describe
+from ..text.screening import PersonalNumbers, Screened, inspect, screen_text
 from ..text.tokens import normalize
 
 __all__ = [
@@ -29,6 +29,7 @@ __all__ = [
     "screen",
     "screen_name",
     "screen_names",
+    "screen_variables",
     "session_id",
     "source",
     "tags",
@@ -188,12 +189,20 @@ _SUBSTANCE = re.compile(r"[^\W_]")
 MIN_LEFT_CHARS = 12  # letters, digits or characters left beside the withheld secrets
 
 
-def screen(content: str, personal: PersonalNumbers = "mask", *, field: str = "content") -> tuple[str, tuple[str, ...]]:
+def screen(
+    content: str, personal: PersonalNumbers = "mask", *, field: str = "content", label: str | None = None
+) -> tuple[str, tuple[str, ...]]:
     """Free text (content, a topic, a variable's value, a profile text) with its secrets and personal
     numbers replaced by `[withheld: kind]`, and the kinds withheld. When little is left besides them
     ("我的密码是 ..."), nothing is worth storing: SecretRefused. With personal numbers to refuse, one
-    is enough to refuse the text."""
-    screened = screen_text(content, personal)
+    is enough to refuse the text. `label` (a variable's name) is read before the text, as in
+    "wifi_password: Zx9!kq88", so that the value is judged by what it is the value of."""
+    prefix = f"{label}: " if label else ""
+    screened = screen_text(prefix + content, personal)
+    if prefix:
+        shift = len(prefix)
+        findings = [Finding(f.kind, max(f.start - shift, 0), f.end - shift) for f in screened.findings if f.end > shift]
+        screened = Screened(_withheld(content, findings), tuple(findings))
     if not screened.findings:
         return content, ()
     where = "" if field == "content" else f"{field}: "
@@ -212,6 +221,15 @@ def screen(content: str, personal: PersonalNumbers = "mask", *, field: str = "co
             f"{where}{describe(screened.withheld)} What is left says nothing without them, so nothing was stored."
         )
     return screened.text, screened.withheld
+
+
+def _withheld(text: str, findings: Iterable[Finding]) -> str:
+    parts: list[str] = []
+    last = 0
+    for f in findings:
+        parts += [text[last : f.start], f"[withheld: {f.kind}]"]
+        last = f.end
+    return "".join([*parts, text[last:]])
 
 
 def screen_name(value: object, field: str, personal: PersonalNumbers = "mask") -> None:
@@ -234,6 +252,31 @@ def screen_names(values: Iterable[object] | None, field: str, personal: Personal
     for value in values or ():
         if isinstance(value, str):  # anything else is refused by the check of its type
             screen_name(value, field, personal)
+
+
+def screen_variables(
+    variables: Mapping[str, Any], personal: PersonalNumbers = "mask", *, field: str = "variables"
+) -> dict[str, Any]:
+    """A session's variables with every name screened as a name and every text value, at any depth,
+    as free text read after its name; a number that holds one (a card number) is refused."""
+
+    def named(mapping: Mapping[Any, Any], where: str) -> list[tuple[str, Any]]:
+        for name in mapping:
+            screen_name(name, f"a variable name in {where}", personal)
+        return [(str(k), v) for k, v in mapping.items()]
+
+    def value(name: str, item: Any, where: str) -> Any:
+        if isinstance(item, str):
+            return screen(item, personal, field=where, label=name)[0] if item else item
+        if isinstance(item, Mapping):
+            return {k: value(k, v, f"{where}.{k}") for k, v in named(item, where)}
+        if isinstance(item, list):
+            return [value(name, v, f"{where}[{i}]") for i, v in enumerate(item)]
+        if isinstance(item, int | float) and not isinstance(item, bool) and inspect(f"{name}: {item}", personal):
+            raise SecretRefused(f"{where} holds a secret or personal number; nothing was stored.")
+        return item
+
+    return {name: value(name, item, f"{field}.{name}") for name, item in named(variables, field)}
 
 
 def draft(

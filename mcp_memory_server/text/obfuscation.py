@@ -6,7 +6,9 @@ that a secret found in a view is withheld where it stands in the original.
   selectors), Cyrillic and Greek letters that look Latin folded to Latin.
 - Spaced keys: where a provider's prefix begins (itself spaced out or not: "s k - p r o j -",
   "sk-proj - abc..."), the blanks and dashes inside the key are taken out.
-- Encoded runs: base64 and hex runs of 24 characters or more, decoded; at most `MAX_RUNS` runs and
+- Spelled out: runs of six characters or more written one at a time with a blank between
+  ("h u n t e r 2 2", "4 1 1 1 1 1 ..."), written whole.
+- Encoded runs: base64 and hex runs of 12 characters or more, decoded; at most `MAX_RUNS` runs and
   `MAX_RUN_CHARS` characters of each per text, and what they decode to is inspected once (it is not
   decoded again).
 
@@ -93,7 +95,7 @@ def skeleton(text: str) -> View:
 _PREFIXES = (
     "sk-", "sk_live_", "sk_test_", "rk_live_", "rk_test_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_",
     "glpat-", "AKIA", "ASIA", "AIza", "GOCSPX-", "ya29.", "xoxb-", "xoxp-", "xoxa-", "xoxs-", "xapp-", "whsec_",
-    "SG.", "npm_", "pypi-", "hf_", "LTAI", "AKID", "eyJ",
+    "SG.", "npm_", "pypi-", "hf_", "LTAI", "AKID", "eyJ", "SK",
 )  # fmt: skip
 _BLANKS = "[ \t]{0,3}"
 # A prefix, its characters possibly spread out with blanks; never searched from inside a word.
@@ -147,12 +149,50 @@ def spaced_keys(view: View) -> Iterator[tuple[str, list[int]]]:
             yield "".join(c for c, _ in undashed), [i for _, i in undashed]
 
 
+# --- words spelled out one character at a time --------------------------------------------------
+
+# Alternating, so each character is read once per attempt (an attempt that fails has read fewer
+# than six pairs). Three blanks are a blank spelled out ("4 1 1 1   1 1 1 1"); a run neither starts
+# nor ends inside a word ("is h u n t e r" is not "ishunter").
+_SPELLED = lazy(r"(?<![A-Za-z0-9])(?:[!-~](?:[ \t]{3}|[ \t])){5,}[!-~](?![A-Za-z0-9])")
+
+
+def spelled_out(view: View) -> View | None:
+    """`view` with each run spelled out one character at a time written whole, or None when it has
+    none: "pw is h u n t e r 2 2" reads "pw is hunter22"."""
+    chars: list[str] = []
+    origin: list[int] = []
+    last = 0
+    text = view.text
+    for m in _SPELLED.finditer(text):
+        chars.append(text[last : m.start()])
+        origin.extend(range(last, m.start()))
+        i = m.start()
+        while i < m.end():
+            chars.append(text[i])
+            origin.append(i)
+            if text[i + 1 : i + 4].strip(" \t") == "" and i + 4 <= m.end():  # a blank spelled out
+                chars.append(" ")
+                origin.append(i + 2)
+                i += 4
+            else:
+                i += 2
+        last = m.end()
+    if not last:
+        return None
+    chars.append(text[last:])
+    origin.extend(range(last, len(text)))
+    if view.origin is not None:
+        origin = [view.origin[i] for i in origin]
+    return View("".join(chars), origin, True)
+
+
 # --- base64 and hex -------------------------------------------------------------------------------
 
 # A run of the base64 alphabets (standard and URL-safe), which hex is part of; never searched from
 # inside a run, so each character is read once.
-_RUN = lazy(r"(?<![A-Za-z0-9+/_\-=])[A-Za-z0-9+/_\-]{24,}=*")
-_HEX_PAIRS = lazy(r"(?<![0-9A-Fa-f])[0-9A-Fa-f]{2}(?:[ :][0-9A-Fa-f]{2}){11,}(?![0-9A-Fa-f])")
+_RUN = lazy(r"(?<![A-Za-z0-9+/_\-=])[A-Za-z0-9+/_\-]{12,}=*")
+_HEX_PAIRS = lazy(r"(?<![0-9A-Fa-f])[0-9A-Fa-f]{2}(?:[ :][0-9A-Fa-f]{2}){7,}(?![0-9A-Fa-f])")
 _HEX = frozenset("0123456789abcdefABCDEF")
 
 
@@ -197,10 +237,12 @@ def decoded_runs(view: View) -> Iterator[Encoded]:
     runs = 0
     for pattern in (_RUN, _HEX_PAIRS):
         for m in pattern.finditer(view.text):
+            run = m.group() if pattern is _RUN else "".join(m.group().split()).replace(":", "")
+            if run.isalpha() and (run.islower() or run.isupper()):
+                continue  # a long word (or a name in capitals): no encoder writes one
             if runs >= MAX_RUNS:
                 return
             runs += 1
-            run = m.group() if pattern is _RUN else "".join(m.group().split()).replace(":", "")
             found = _decode(run)
             if found is not None:
                 yield Encoded(m.start(), m.end(), *found)

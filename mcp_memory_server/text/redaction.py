@@ -256,7 +256,7 @@ def _passphrase_word(m: re.Match[str], value: str, end: int) -> bool:
         and len(word) >= 6
         and word not in DESCRIPTIONS
         and word not in NOT_A_VALUE
-        and not word.endswith(_DESCRIPTION_ENDINGS)
+        and (len(word) > 14 or not word.endswith(_DESCRIPTION_ENDINGS))  # three words run together: a passphrase
         and _GIVING.search(m.group("weak")) is not None
         and not _PROSE_NEXT.match(m.string, end)
     )

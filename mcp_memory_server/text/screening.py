@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from .numbers import PERSONAL_KINDS, personal_numbers
-from .obfuscation import decoded_runs, skeleton, spaced_keys
+from .obfuscation import decoded_runs, skeleton, spaced_keys, spelled_out
 from .redaction import Finding, find_secrets
 
 __all__ = ["PERSONAL_KINDS", "PersonalNumbers", "Screened", "inspect", "screen_text"]
@@ -68,18 +68,24 @@ def inspect(text: str, personal: PersonalNumbers = "mask") -> list[Finding]:
     """Everything in `text` that must not be kept, sorted and non-overlapping, as spans of `text`."""
     found = find_secrets(text)
     view = skeleton(text)
-    if view.changed:  # look-alikes, invisible characters or compatibility forms: read it as it reads
-        found += [Finding(f.kind, *view.span(f.start, f.end)) for f in find_secrets(view.text)]
+    views = [view] if view.changed else []  # look-alikes, invisible characters or compatibility forms
+    if (spelled := spelled_out(view)) is not None:
+        views.append(spelled)
+    for other in views:  # each read as it reads, its findings mapped back to the text as written
+        found += [Finding(f.kind, *other.span(f.start, f.end)) for f in find_secrets(other.text)]
     for key, where in spaced_keys(view):
         first = next((f for f in find_secrets(key) if f.start == 0), None)
         if first is not None:
             found.append(Finding(first.kind, *view.span(where[0], where[first.end - 1] + 1)))
     for run in decoded_runs(view):
         inner = find_secrets(run.text)
+        if personal != "keep":
+            inner += [Finding(kind, start, end) for kind, start, end in personal_numbers(run.text)]
         if inner:
             found.append(Finding(f"{inner[0].kind}, {run.encoding}-encoded", *view.span(run.start, run.end)))
     if personal != "keep":
-        found += [Finding(kind, *view.span(start, end)) for kind, start, end in personal_numbers(view.text)]
+        for other in (view, spelled) if spelled is not None else (view,):
+            found += [Finding(kind, *other.span(start, end)) for kind, start, end in personal_numbers(other.text)]
     return _apart(found)
 
 

@@ -25,6 +25,7 @@ of get_all in graph mode (`{"source", "relationship", "target"}`) become `relati
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import itertools
 import json
@@ -36,6 +37,7 @@ from typing import Any
 
 from ..config.config import Config
 from ..errors import InvalidInput
+from ..text.screening import screen_text
 from .limits import check_items, lines
 
 __all__ = ["FOREIGN", "Item", "ItemError", "detect", "read_mem0", "read_memory_jsonl"]
@@ -175,8 +177,11 @@ def moment(value: Any, where: str, field: str) -> datetime | None:
     raise ItemError(f"{where}: {field} {json.dumps(value, ensure_ascii=False)[:60]} is not a time.")
 
 
+@functools.lru_cache(maxsize=1024)  # an entity's name is quoted once per observation
 def _cut(name: str) -> str:
-    """A name quoted for a message, cut after 40 characters."""
+    """A name quoted for a message (and the import's report), its secrets masked, cut after 40
+    characters; the item itself is screened as every stored field is (its name is in its key)."""
+    name = screen_text(name).text
     return repr(name) if len(name) <= 40 else repr(name[:40]) + "..."
 
 
