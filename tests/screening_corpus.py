@@ -73,10 +73,11 @@ def resident_id(rng: random.Random) -> str:
     return first + "10X98765432"[sum(int(c) * w for c, w in zip(first, _ID_WEIGHTS, strict=True)) % 11]
 
 
-_WORDS = (
+_WORD_LIST = (
     "correct horse battery staple purple monkey dishwasher orange river castle silver falcon winter garden "
     "marble pencil thunder violet copper lantern meadow harbor crystal shadow"
-).split()
+)
+_WORDS = _WORD_LIST.split()
 _EN = [
     "Remember this for later: {}",
     "for the staging box, {} (do not share)",

@@ -37,7 +37,7 @@ from typing import Any
 
 from ..config.config import Config
 from ..errors import InvalidInput
-from ..text.screening import screen_text
+from ..text.screening import inspect, screen_text
 from .limits import check_items, lines
 
 __all__ = ["FOREIGN", "Item", "ItemError", "detect", "read_mem0", "read_memory_jsonl"]
@@ -200,7 +200,10 @@ def _entity_category(name: str, kind: str) -> str:
 
 
 def _slot(name: str, number: int) -> str:
-    label = name if len(name) <= 150 else f"{name[:100]}~{hashlib.sha1(name.encode()).hexdigest()[:12]}"
+    # A long name is cut to make its key, unless it holds a secret: then the key keeps the whole of
+    # it, which screening refuses (a cut could leave too little of the secret to be recognised).
+    cut = len(name) > 150 and not inspect(name, "keep")
+    label = f"{name[:100]}~{hashlib.sha1(name.encode()).hexdigest()[:12]}" if cut else name
     return f"kg:{label}#{number}"
 
 
