@@ -87,6 +87,8 @@ def parse_answer(text: str) -> list[dict[str, Any]]:
         value, _ = json.JSONDecoder().raw_decode(body[start:])
     except json.JSONDecodeError as exc:
         raise ValueError(f"the answer is not valid JSON ({exc.msg} at character {exc.pos})") from None
+    except RecursionError:  # json's parser on thousands of nested brackets
+        raise ValueError("the answer nests JSON too deeply") from None
     items = value.get("memories") if isinstance(value, dict) else value
     if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
         raise ValueError('the answer is not {"memories": [objects]}')
