@@ -87,9 +87,10 @@ class Sessions:
             raise InvalidInput("session_id is empty; give the conversation's id.")
         if topic is not None and len(topic) > MAX_TOPIC_CHARS:
             raise InvalidInput(f"topic is {len(topic)} characters; the limit is {MAX_TOPIC_CHARS}.")
-        if variables and len(json.dumps(variables, ensure_ascii=False, default=str)) > MAX_VARIABLES_JSON:
+        given = len(json.dumps(variables, ensure_ascii=False, default=str)) if variables else 0
+        if given > MAX_VARIABLES_JSON:  # before they are screened: bounded first
             raise InvalidInput(
-                f"the variables given take more JSON than a session holds; the limit is {MAX_VARIABLES_JSON:,}."
+                f"the variables given take {given:,} characters of JSON; the limit is {MAX_VARIABLES_JSON:,}."
             )
         reported = Emotion.model_validate(emotion) if isinstance(emotion, Mapping) else emotion
         choice: Choice = choose(reported, self.config, self.table)

@@ -84,7 +84,7 @@ _SSN = lazy(r"(?<![0-9\-])(?!000|666|9)\d{3}-(?!00)\d\d-(?!0000)\d{4}(?![0-9]|-\
 # The label, then at most 12 characters that are not digits, then the number. The gap is bounded,
 # so a label is tried once against at most 12 characters.
 _PHONE_LABEL = (
-    r"(?i:(?<![A-Za-z])(?:phone|mobile|cell(?:phone)?|tel|telephone|whatsapp|signal)(?![A-Za-z]))"
+    r"(?i:(?<![A-Za-z])(?:phone|mobile|cell(?:phone)?|tel|telephone|whatsapp)(?![A-Za-z]))"
     r"|手机|电话|联系方式|联系电话"
 )
 _MOBILE = r"(?:\+?86[ \-]?)?1[3-9]\d(?:[ \-]?\d{4}){2}(?![0-9]|-\d)"
@@ -92,6 +92,9 @@ _MOBILE = r"(?:\+?86[ \-]?)?1[3-9]\d(?:[ \-]?\d{4}){2}(?![0-9]|-\d)"
 _INTERNATIONAL = r"\+[1-9][\d \-()]{6,22}"
 _PHONE = lazy(rf"(?:{_PHONE_LABEL})[^\d+\n]{{0,12}}(?P<v>{_MOBILE}|{_INTERNATIONAL})")
 _TRAILING = " -()"
+_PHONE_HINTS = ("phone", "mobile", "cell", "tel", "whatsapp", "手机", "电话", "联系")
+# Every number found here has three digits in a row: a text without is left at once.
+_DIGITS = lazy(r"\d{3}")
 
 
 def _resident_id(digits: str) -> bool:
@@ -102,10 +105,15 @@ def _resident_id(digits: str) -> bool:
 def personal_numbers(text: str) -> list[tuple[str, int, int]]:
     """(kind, start, end) of every national ID and phone number in `text`, in no particular order."""
     found: list[tuple[str, int, int]] = []
+    if _DIGITS.search(text) is None:  # every number here has three digits in a row somewhere
+        return found
     for m in _RESIDENT_ID.finditer(text):
         if _resident_id(m.group()):
             found.append((NATIONAL_ID, *m.span()))
     found += [(NATIONAL_ID, *m.span()) for m in _SSN.finditer(text)]
+    lowered = text.lower()
+    if not any(label in lowered for label in _PHONE_HINTS):
+        return found
     for m in _PHONE.finditer(text):
         value = m.group("v").rstrip(_TRAILING)
         start, end = m.start("v"), m.start("v") + len(value)

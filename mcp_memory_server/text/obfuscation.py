@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -42,6 +43,8 @@ _HOMOGLYPHS = dict(
 _WIDTH = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)} | {0x3000: 0x20}
 _LOOKALIKE = {ord(k): ord(v) for k, v in _HOMOGLYPHS.items()}
 _FOLD = _WIDTH | _LOOKALIKE
+_WIDE = lazy("[\uff01-\uff5e\u3000]")
+_LOOKS_LATIN = lazy("[" + "".join(_HOMOGLYPHS) + "]")
 _HIDDEN = lazy(
     "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
     "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\U000e0000-\U000e0fff]"
@@ -68,15 +71,20 @@ def _hidden(c: str) -> bool:
     return unicodedata.category(c) == "Cf" or _HIDDEN.match(c) is not None
 
 
+def _narrow(m: re.Match[str]) -> str:
+    return chr(_WIDTH[ord(m.group())])
+
+
 def skeleton(text: str) -> View:
     """The text as it reads: what NFKC, the removal of invisible characters and the homoglyph fold
     make of it, with the position each character came from."""
     if text.isascii():
         return View(text)
-    wide = text.translate(_WIDTH)
-    folded = wide.translate(_LOOKALIKE)
+    # str.translate looks every character up: only a text holding one to fold is translated.
+    wide = _WIDE.sub(_narrow, text)
+    folded = wide.translate(_LOOKALIKE) if _LOOKS_LATIN.search(wide) else wide
     if _HIDDEN.search(folded) is None and unicodedata.is_normalized("NFKC", folded):
-        return View(folded, None, folded != wide)  # most Chinese and English text ends here
+        return View(folded, None, folded is not wide)  # most Chinese and English text ends here
     chars: list[str] = []
     origin: list[int] = []
     for i, c in enumerate(folded):
