@@ -8,12 +8,16 @@ readers of JSON and memory.jsonl files; the extraction log's screening of a mess
 per field and way of writing goes through the real MCP tools in tests/server/test_secrets_in_fields.py.
 
 A secret counts as caught when the call is refused (SecretRefused) or what would be stored keeps no
-eight characters in a row of it as written (the whole run, for base64 and hex). The table printed
+eight characters in a row of it as written (the whole run, for base64 and hex), nor eight of its
+letters and digits in a row once both are read as they read (NFKC, look-alikes folded, blanks and
+punctuation left out: a category normalises what it is given). The table printed
 (`pytest -s`) is the one in RELIABILITY.md; the assertions are floors below today's counts."""
 
 from __future__ import annotations
 
 import json
+import re
+import unicodedata
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -115,9 +119,24 @@ FIELDS: dict[str, Store] = {
 }
 
 
-def _leaks(marker: str, stored: str) -> bool:
+_PLACEHOLDER = re.compile(r"\[withheld: [^\]]*\]")  # its words are the kind's, not the secret's
+_LOOKS_LATIN = str.maketrans("аеорсхуіАЕОРСХНКМВТ", "aeopcxyiAEOPCXHKMBT")
+
+
+def _core(text: str) -> str:
+    """Letters and digits only, as they read: what survives a name's normalisation (a category's
+    `PIN is 9 4 4 0` is stored as pin_is_9_4_4_0)."""
+    return "".join(c for c in unicodedata.normalize("NFKC", text).translate(_LOOKS_LATIN).lower() if c.isalnum())
+
+
+def _windows(marker: str, stored: str) -> bool:
     n = min(len(marker), 8)
     return any(marker[i : i + n] in stored for i in range(len(marker) - n + 1))
+
+
+def _leaks(marker: str, stored: str) -> bool:
+    """Eight characters in a row of the secret as written are kept, or of its letters and digits."""
+    return _windows(marker, stored) or _windows(_core(marker), _core(_PLACEHOLDER.sub(" ", stored)))
 
 
 def _caught(store: Store, config: Config, secret: Secret, how: str) -> bool:
@@ -162,10 +181,9 @@ def test_secrets_are_caught_in_every_field_however_written(counts: dict[tuple[st
     caught = sum(c for c, _ in counts.values())
     print(f"caught {caught:,} of {tried:,}")
     for (field, how), (c, n) in counts.items():
-        # Today's misses, all in free text: "my password is X from the environment" (X followed by
-        # prose reads as a description), a four-digit PIN spelled out, a value after 密钥 that
-        # starts with @ (a mention's shape). Names are refused whole: what a sentence leaves
-        # ambiguous a name does not. The floors are today's counts less a margin of one.
+        # Today's misses: a four-digit PIN spelled out ("PIN is 9 4 4 0", 12 of 520, in every field)
+        # and, in free text, "my password is X from the environment" (2 of 520: X followed by prose
+        # reads as a description of the password). The floors leave a margin of a few.
         floor = 0.96 if how == "spaced" else 0.99
         assert c >= floor * n, f"{field} / {how}: {c} of {n} caught"
 
