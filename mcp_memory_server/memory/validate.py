@@ -232,11 +232,17 @@ def _withheld(text: str, findings: Iterable[Finding]) -> str:
     return "".join([*parts, text[last:]])
 
 
+# A short name of lower-case letters, dots, dashes and underscores (user.city, project_state), or of
+# Chinese characters alone (旅行): nothing found here can be written that way (keys and passwords
+# need digits, capitals or symbols; encoded runs decode to nothing; personal numbers are digits).
+_PLAIN_NAME = re.compile(r"[a-z_.\-]{1,64}|[\u4e00-\u9fff]{1,64}")
+
+
 def screen_name(value: object, field: str, personal: PersonalNumbers = "mask") -> None:
     """A name (a key, a tag, a session id, a source, a client, a variable's name) is stored and shown
     whole, so one holding a secret or a personal number is refused whole: SecretRefused naming the
     field and what it holds, never the value."""
-    if not value or not isinstance(value, str):
+    if not value or not isinstance(value, str) or _PLAIN_NAME.fullmatch(value):
         return
     findings = inspect(value, personal)
     if findings:

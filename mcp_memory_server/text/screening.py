@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 from . import redaction
-from .lazy_pattern import lazy
 from .numbers import PERSONAL_KINDS, personal_numbers
 from .obfuscation import decoded_runs, skeleton, spaced_keys, spelled_out
 from .redaction import Finding
@@ -71,16 +70,8 @@ def _apart(findings: Iterable[Finding]) -> list[Finding]:
     return sorted(kept, key=lambda f: f.start)
 
 
-# A short name of lower-case letters, dots, dashes and underscores (user.city, project_state), or of
-# Chinese characters alone (旅行): nothing found here can be written that way (keys and passwords
-# need digits, capitals or symbols; encoded runs decode to nothing; personal numbers are digits).
-_PLAIN_NAME = lazy(r"[a-z_.\-]{1,64}|[\u4e00-\u9fff]{1,64}")
-
-
 def inspect(text: str, personal: PersonalNumbers = "mask") -> list[Finding]:
     """Everything in `text` that must not be kept, sorted and non-overlapping, as spans of `text`."""
-    if _PLAIN_NAME.fullmatch(text):
-        return []
     found = _find(text)
     view = skeleton(text)
     views = [view] if view.changed else []  # look-alikes, invisible characters or compatibility forms
