@@ -168,6 +168,13 @@ _LABELS = (
     "Authorization: Bearer",
     "Authorization: token",
     "bearer",
+    "pw",
+    "my password is ",
+    "phone",
+    "mobile number: ",
+    "手机号是",
+    "电话",
+    "联系方式：",
 )
 _SEPARATORS = (
     "=",
@@ -220,6 +227,12 @@ _PREFIXES = (
     "$",
     "%(",
     "<",
+    "s k - p r o j - ",
+    "sk-proj - ",
+    "g h p _ ",
+    "+86 ",
+    "+1 ",
+    "440301",
 )
 # The runs that follow: digits then a letter (the token fails at its last character), letters,
 # a token's alphabet, CamelCase and ALL CAPS, letters and digits alternating, a card's digits.
@@ -294,6 +307,27 @@ _FILLERS = (
     "AB1",
     "9",
     "1a",
+    "a ",
+    "a   ",
+    "1 ",
+    "ab ",
+    "ab:",
+    "\u200b",
+    "a\u200b",
+    "\u00ad",
+    "\ufeff",
+    "\u202e",
+    "аео",
+    "ｓｋ－",
+    "c2stcHJvai1h",
+    "736b2d70726f6a2d",
+    "QUFBQUFB",
+    "123-45-",
+    "440301199001011237",
+    "138 0013 ",
+    "+",
+    "手机",
+    "sk-proj-abcd EfG3 ",
 )
 
 
@@ -330,6 +364,11 @@ def hostile_texts(size: int) -> dict[str, str]:
 # Whole texts of one run each, for the functions that read a text piece by piece (sentences,
 # capitalised words, orders to remember): their pieces are many only in a long text.
 LONG_RUNS = (
+    "'a ' repeated",
+    "'\\u200b' repeated",
+    "'c2stcHJvai1h' repeated",
+    "'sk-proj-abcd EfG3 ' repeated",
+    "'手机' repeated",
     "'Alice met Bob. ' repeated",
     "'记住' repeated",
     "'提醒我' repeated",

@@ -133,6 +133,16 @@ class Limits(Settings):
         ),
     ] = 4 * 1024 * 1024
 
+    personal_numbers: Annotated[
+        Literal["mask", "refuse", "keep"],
+        BeforeValidator(lambda v: v.strip().lower() if isinstance(v, str) else v),
+        Env(
+            "MCP_MEMORY_PERSONAL_NUMBERS",
+            "National ID numbers (Chinese resident IDs with a valid check digit, US SSNs with dashes) and phone "
+            "numbers labelled as such in what is stored: mask (withheld like secrets), refuse (nothing stored), keep.",
+        ),
+    ] = "mask"
+
     # What one import may cost follows the body cap (limits.UNPACK_RATIO says why).
     @property
     def max_unpacked_bytes(self) -> int:

@@ -17,11 +17,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ..config.limits import MAX_CATEGORY_CHARS, MAX_KEY_CHARS
-from ..errors import InvalidInput
+from ..errors import InvalidInput, SecretRefused
 from ..models import Draft, Memory, Model, RememberAction
 from ..store.rows import parse_id, utcnow
 from ..store.tx import Tx
 from ..text.redaction import describe
+from ..text.screening import screen_text
 from . import validate
 from .service import MemoryService, same_value
 
@@ -94,7 +95,8 @@ def _describe(position: int, raw: Mapping[str, Any]) -> str:
     key, action = raw.get("key"), raw.get("action")
     if not (isinstance(key, str) and isinstance(action, str)):
         return f"op {position}"
-    return f"op {position} ({_cut(action, 20)} {_cut(key, 60)})"  # an invalid op's key can be any length
+    # An invalid op's key can be any length, and hold a secret: masked before it is cut.
+    return f"op {position} ({_cut(action, 20)} {_cut(screen_text(key).text, 60)})"
 
 
 def _cut(text: str, limit: int) -> str:
@@ -142,7 +144,9 @@ def _draft(service: MemoryService, op: ChangeOp, position: int, client: str | No
             source_name=op.source,
             client=client,
         )
-    except InvalidInput as exc:  # SecretRefused stays itself
+    except SecretRefused as exc:  # stays itself, and never quotes the key (it may be the secret)
+        raise SecretRefused(f"op {position} ({op.action}): {exc} Nothing was applied.") from None
+    except InvalidInput as exc:
         raise type(exc)(f"op {position} ({op.action} {op.key}): {exc} Nothing was applied.") from None
 
 
@@ -154,6 +158,8 @@ async def apply_changes(
     validate.batch(len(ops), service.config, "operations")
     ignored: set[str] = set()
     parsed = [_parse(raw, i, ignored) for i, raw in enumerate(ops, 1)]
+    for i, op in enumerate(parsed, 1):  # a del's key too: every answer and error quotes it
+        validate.screen_name(op.key, f"op {i} key", service.config.limits.personal_numbers)
     drafts: dict[int, tuple[Draft, str, str]] = {}
     for i, op in enumerate(parsed, 1):
         if op.action == "add":

@@ -80,16 +80,28 @@ class Sessions:
         variables: Mapping[str, Any] | None = None,
         now: datetime | None = None,
     ) -> SessionResult:
+        personal = self.config.limits.personal_numbers
+        validate.screen_name(session_id, "session_id", personal)
         sid = validate.session_id(session_id)
         if sid is None:
             raise InvalidInput("session_id is empty; give the conversation's id.")
         if topic is not None and len(topic) > MAX_TOPIC_CHARS:
             raise InvalidInput(f"topic is {len(topic)} characters; the limit is {MAX_TOPIC_CHARS}.")
+        given = len(json.dumps(variables, ensure_ascii=False, default=str)) if variables else 0
+        if given > MAX_VARIABLES_JSON:  # before they are screened: bounded first
+            raise InvalidInput(
+                f"the variables given take {given:,} characters of JSON; the limit is {MAX_VARIABLES_JSON:,}."
+            )
         reported = Emotion.model_validate(emotion) if isinstance(emotion, Mapping) else emotion
         choice: Choice = choose(reported, self.config, self.table)
         now = now or utcnow()
         store = self.service.store
         cleaned = validate.clean(topic) if topic is not None else None
+        # Screened here, before the write lock: a topic and variables are stored as memories are.
+        if cleaned:
+            cleaned = validate.screen(cleaned, personal, field="topic")[0]
+        if variables:
+            variables = validate.screen_variables(variables, personal)
         async with store.transaction() as tx:
             merged = _merged(await tx.session_variables(sid), variables) if variables else None
             await tx.update_session(

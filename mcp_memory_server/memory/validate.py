@@ -7,8 +7,8 @@ import functools
 import logging
 import re
 import unicodedata
-from collections.abc import Iterable
-from typing import cast, get_args
+from collections.abc import Iterable, Mapping
+from typing import Any, cast, get_args
 
 from ..config.config import Config
 from ..config.limits import MAX_KEY_CHARS, MAX_SESSION_CHARS
@@ -16,7 +16,8 @@ from ..errors import InvalidInput, SecretRefused
 from ..models import CATEGORY_PATTERN, SOURCE_ALIASES, Draft, Source, Tier
 from ..store.rows import parse_id
 from ..text.keys import normalise_key
-from ..text.redaction import describe, redact
+from ..text.redaction import Finding, describe
+from ..text.screening import PersonalNumbers, Screened, inspect, screen_text
 from ..text.tokens import normalize
 
 __all__ = [
@@ -28,6 +29,9 @@ __all__ = [
     "key",
     "quoted",
     "screen",
+    "screen_name",
+    "screen_names",
+    "screen_variables",
     "session_id",
     "source",
     "tags",
@@ -195,21 +199,100 @@ _SUBSTANCE = re.compile(r"[^\W_]")
 MIN_LEFT_CHARS = 12  # letters, digits or characters left beside the withheld secrets
 
 
-def screen(content: str) -> tuple[str, tuple[str, ...]]:
-    """Content with its secrets replaced by `[withheld: kind]`, and the kinds withheld. When little
-    is left besides the secrets ("我的密码是 ..."), nothing is worth storing: SecretRefused."""
-    redaction = redact(content)
-    if not redaction.withheld:
+def screen(
+    content: str, personal: PersonalNumbers = "mask", *, field: str = "content", label: str | None = None
+) -> tuple[str, tuple[str, ...]]:
+    """Free text (content, a topic, a variable's value, a profile text) with its secrets and personal
+    numbers replaced by `[withheld: kind]`, and the kinds withheld. When little is left besides them
+    ("我的密码是 ..."), nothing is worth storing: SecretRefused. With personal numbers to refuse, one
+    is enough to refuse the text. `label` (a variable's name) is read before the text, as in
+    "wifi_password: Zx9!kq88", so that the value is judged by what it is the value of."""
+    prefix = f"{label}: " if label else ""
+    screened = screen_text(prefix + content, personal)
+    if prefix:
+        shift = len(prefix)
+        findings = [Finding(f.kind, max(f.start - shift, 0), f.end - shift) for f in screened.findings if f.end > shift]
+        screened = Screened(_withheld(content, findings), tuple(findings))
+    if not screened.findings:
         return content, ()
-    left = len(_SUBSTANCE.findall(_PLACEHOLDER.sub("", redaction.text)))
+    where = "" if field == "content" else f"{field}: "
+    kinds = ", ".join(screened.withheld)
+    if personal == "refuse" and screened.personal:
+        log.info("%s refused: it holds a personal number (%s)", field, kinds)
+        raise SecretRefused(
+            f"{where}holds a {screened.personal[0]}, and personal numbers are refused here "
+            "(MCP_MEMORY_PERSONAL_NUMBERS=refuse); nothing was stored."
+        )
+    left = len(_SUBSTANCE.findall(_PLACEHOLDER.sub("", screened.text)))
     refused = left < MIN_LEFT_CHARS
-    kinds = ", ".join(dict.fromkeys(redaction.withheld))
-    log.info("secrets withheld from content to store (%s); %s", kinds, "nothing stored" if refused else "the rest kept")
+    log.info("withheld from %s to store (%s); %s", field, kinds, "nothing stored" if refused else "the rest kept")
     if refused:
         raise SecretRefused(
-            f"{describe(redaction.withheld)} What is left says nothing without them, so nothing was stored."
+            f"{where}{describe(screened.withheld)} What is left says nothing without them, so nothing was stored."
         )
-    return redaction.text, redaction.withheld
+    return screened.text, screened.withheld
+
+
+def _withheld(text: str, findings: Iterable[Finding]) -> str:
+    parts: list[str] = []
+    last = 0
+    for f in findings:
+        parts += [text[last : f.start], f"[withheld: {f.kind}]"]
+        last = f.end
+    return "".join([*parts, text[last:]])
+
+
+# A short name of lower-case letters, dots, dashes and underscores (user.city, project_state), or of
+# Chinese characters alone (旅行): nothing found here can be written that way (keys and passwords
+# need digits, capitals or symbols; encoded runs decode to nothing; personal numbers are digits).
+_PLAIN_NAME = re.compile(r"[a-z_.\-]{1,64}|[\u4e00-\u9fff]{1,64}")
+
+
+def screen_name(value: object, field: str, personal: PersonalNumbers = "mask") -> None:
+    """A name (a key, a tag, a session id, a source, a client, a variable's name) is stored and shown
+    whole, so one holding a secret or a personal number is refused whole: SecretRefused naming the
+    field and what it holds, never the value."""
+    if not value or not isinstance(value, str) or _PLAIN_NAME.fullmatch(value):
+        return
+    findings = inspect(value, personal)
+    if findings:
+        kinds = ", ".join(dict.fromkeys(f.kind for f in findings))
+        log.info("%s refused: it holds %s", field, kinds)
+        raise SecretRefused(
+            f"{field} holds a secret or personal number ({kinds}); names are stored and shown as written, so "
+            "nothing was stored. Put a plain name here and leave the value out."
+        )
+
+
+def screen_names(values: Iterable[object] | None, field: str, personal: PersonalNumbers = "mask") -> None:
+    for value in values or ():
+        if isinstance(value, str):  # anything else is refused by the check of its type
+            screen_name(value, field, personal)
+
+
+def screen_variables(
+    variables: Mapping[str, Any], personal: PersonalNumbers = "mask", *, field: str = "variables"
+) -> dict[str, Any]:
+    """A session's variables with every name screened as a name and every text value, at any depth,
+    as free text read after its name; a number that holds one (a card number) is refused."""
+
+    def named(mapping: Mapping[Any, Any], where: str) -> list[tuple[str, Any]]:
+        for name in mapping:
+            screen_name(name, f"a variable name in {where}", personal)
+        return [(str(k), v) for k, v in mapping.items()]
+
+    def value(name: str, item: Any, where: str) -> Any:
+        if isinstance(item, str):
+            return screen(item, personal, field=where, label=name)[0] if item else item
+        if isinstance(item, Mapping):
+            return {k: value(k, v, f"{where}.{k}") for k, v in named(item, where)}
+        if isinstance(item, list):
+            return [value(name, v, f"{where}[{i}]") for i, v in enumerate(item)]
+        if isinstance(item, int | float) and not isinstance(item, bool) and inspect(f"{name}: {item}", personal):
+            raise SecretRefused(f"{where} holds a secret or personal number; nothing was stored.")
+        return item
+
+    return {name: value(name, item, f"{field}.{name}") for name, item in named(variables, field)}
 
 
 def draft(
@@ -230,8 +313,16 @@ def draft(
     """Everything `remember` accepts, checked and normalised in one place; secrets are withheld.
     `screened` is what an earlier draft made of this content (its text and the kinds withheld),
     so that a draft made again inside a transaction does not screen the text there."""
-    if screened is None:
-        screened = screen(text(content, field="content", limit=config.limits.max_content_chars))
+    tag_list = tuple(tag_list) if tag_list is not None else None
+    if screened is None:  # a draft made again from screened values is not screened again (in a transaction)
+        # Names are screened before they are checked, so that no error message quotes a secret.
+        personal = config.limits.personal_numbers
+        screened = screen(text(content, field="content", limit=config.limits.max_content_chars), personal)
+        for value, field in ((key_name, "key"), (category_name, "category"), (source_name, "source")):
+            screen_name(value, field, personal)
+        screen_name(session, "session_id", personal)
+        screen_name(client, "client", personal)
+        screen_names(tag_list, "tag", personal)
     cleaned, withheld = screened
     return Draft(
         content=cleaned,

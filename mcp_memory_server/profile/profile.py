@@ -29,7 +29,7 @@ from ..memory.validate import clean, screen
 from ..models import Draft, Memory, Model, SharedModel
 from ..store import profile_data
 from ..store.profile_scrub import PROFILE_KEY
-from ..store.rows import iso, utcnow
+from ..store.rows import iso, parse_id, utcnow
 from ..store.store import Store
 from ..store.tx import Tx
 from ..text.tokens import fingerprint
@@ -298,11 +298,19 @@ async def store_model_answer(store: Store, answer: Mapping[str, Any] | str) -> P
         raise InvalidInput(f"the profile is not in the synthesize_profile shape: {problems(exc)}") from None
     except (json.JSONDecodeError, TypeError) as exc:
         raise InvalidInput(f"the profile is not a JSON object in the synthesize_profile shape ({exc})") from None
+    personal = store.config.limits.personal_numbers
+
+    def item(answer: _AnswerItem, where: str) -> dict[str, Any]:
+        # Stored and shown as memories are: secrets withheld (SecretRefused when little is left);
+        # a citation that is not a memory id is dropped (it would be kept as written).
+        text = screen(answer.text, personal, field=f"profile.{where}")[0]
+        return _item(text, [s for s in answer.sources if parse_id(s) is not None])
+
     data = {
         field: (
-            [_item(i.text, i.sources) for i in getattr(parsed, field)]
+            [item(i, f"{field}[{n}]") for n, i in enumerate(getattr(parsed, field))]
             if field in FIELDS
-            else _item(getattr(parsed, field).text, getattr(parsed, field).sources)
+            else item(getattr(parsed, field), field)
         )
         for field in ("summary", "language_preferences", *FIELDS)
     } | {"method": "model"}
@@ -334,8 +342,9 @@ async def edit_profile(store: Store, field: str, action: Edit, text: str) -> Pro
     text = " ".join(clean(text).split())  # control characters out, as from memories
     if not text or len(text) > MAX_PROFILE_TEXT_CHARS:
         raise InvalidInput(f"text must be 1-{MAX_PROFILE_TEXT_CHARS} characters.")
-    if action != "remove":  # secrets are withheld as from memories (a remove names a stored text)
-        text, _ = screen(text)
+    # Secrets withheld as from memories; a remove too, as a text removed is kept in the edits (and
+    # it names a stored text, which was screened the same way).
+    text, _ = screen(text, store.config.limits.personal_numbers, field="text")
     _, manual, _ = await _row(store)
     if field in ("summary", "language_preferences"):
         if action != "set":

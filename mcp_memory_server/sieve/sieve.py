@@ -26,6 +26,7 @@ from typing import Any
 from pydantic import Field
 
 from ..errors import InvalidInput, MemoryServerError
+from ..memory import validate
 from ..memory.service import MemoryService
 from ..models import Model
 from ..profile import profile as profiles
@@ -33,7 +34,8 @@ from ..prompts import extraction
 from ..store import extraction_log
 from ..store.extraction_log import ChannelReport, ExtractedItem, ValueParts
 from ..store.rows import parse_id, utcnow
-from ..text.redaction import describe, redact
+from ..text.redaction import describe
+from ..text.screening import PERSONAL_KINDS, screen_text
 from .signals import detect_signals, forced_instruction, is_small_talk
 from .value import evaluate
 
@@ -84,6 +86,8 @@ def parse_answer(text: str, limit: int = 20) -> list[dict[str, Any]]:
         value, _ = json.JSONDecoder().raw_decode(body[start:])
     except json.JSONDecodeError as exc:
         raise ValueError(f"the answer is not valid JSON ({exc.msg} at character {exc.pos})") from None
+    except RecursionError:  # json's parser on thousands of nested brackets
+        raise ValueError("the answer nests JSON too deeply") from None
     items = value.get("memories") if isinstance(value, dict) else value
     if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
         raise ValueError('the answer is not {"memories": [objects]}')
@@ -150,6 +154,10 @@ class Sieve:
         """Run the fast channel, write the fallback note when the deep channel is going to run,
         and log the run (pending until `finish`)."""
         now = now or utcnow()
+        personal = self.service.config.limits.personal_numbers
+        # Names the log keeps as given: refused whole when they hold a secret, before anything is written.
+        validate.screen_name(session_id, "session_id", personal)
+        validate.screen_name(client, "client", personal)
         signals = detect_signals(user_message)
         # As many as the deep channel takes from the model: one message cannot fill the store (a
         # 20,000-character message of preferences once wrote 919 memories in one call).
@@ -188,7 +196,7 @@ class Sieve:
         # Each message screened whole, once, before anything cuts it (a secret a cut split would no
         # longer match and keep most of its characters), and before the write lock is taken: no
         # other writer waits on redaction. The fallback note and the log's previews are cut from it.
-        screened = (redact(user_message).text, redact(assistant_message).text)
+        screened = (screen_text(user_message, personal).text, screen_text(assistant_message, personal).text)
         note = await self._note(*screened, session_id, client) if deep else None
         pending = ChannelReport(outcome="pending", detail="Waiting for the client's model.", items=[])
         previews = (screened[0][:_PREVIEW], screened[1][:_PREVIEW])
@@ -312,12 +320,12 @@ class Sieve:
             and isinstance(source, str)
         )
         if not valid:
-            preview = str(content)[:200] if content is not None else json.dumps(raw, ensure_ascii=False)[:200]
-            return ExtractedItem(
-                content=preview,
-                category=str(category)[:40],
+            preview = str(content) if content is not None else json.dumps(raw, ensure_ascii=False)
+            return ExtractedItem(  # what the log keeps: screened first, cut after
+                content=self._logged(preview)[:200],
+                category=self._logged(str(category))[:40],
                 importance=0.0,
-                source=str(source)[:20],
+                source=self._logged(str(source))[:20],
                 pattern=None,
                 value=None,
                 decision="refused",
@@ -358,14 +366,17 @@ class Sieve:
         forced: bool,
         deep: bool,
     ) -> ExtractedItem:
+        personal = self.service.config.limits.personal_numbers
+        screened = screen_text(content, personal)
+
         def item(
-            decision: Any, reason: str, value: ValueParts | None = None, written: Any = None, text: str = content
+            decision: Any, reason: str, value: ValueParts | None = None, written: Any = None, text: str = screened.text
         ) -> ExtractedItem:
-            return ExtractedItem(
+            return ExtractedItem(  # the log's copy: every text screened as what is stored
                 content=text,
-                category=category,
+                category=self._logged(category),
                 importance=importance,
-                source=source,
+                source=self._logged(source),
                 pattern=pattern,
                 value=value,
                 decision=decision,
@@ -374,9 +385,11 @@ class Sieve:
                 reason=reason,
             )
 
-        screened = redact(content)
-        if screened.withheld:
-            return item("refused", describe(screened.withheld) + " Not stored.", text=screened.text)
+        # Secrets refuse the item; personal numbers alone are left to remember, which masks them (or
+        # refuses them, as configured).
+        secrets = [k for k in screened.withheld if k not in PERSONAL_KINDS]
+        if secrets or (personal == "refuse" and screened.personal):
+            return item("refused", describe(screened.withheld) + " Not stored.")
         existing = await self._similar(content)
         try:  # one item the model got wrong (an unknown source, say) is refused, not the whole run
             score = evaluate(
@@ -405,6 +418,10 @@ class Sieve:
         why = "forced by the user's instruction" if forced else f"value {score.total:.1f}"
         where = "this session's working memory" if tier == "working" else "core memory"
         return item(decision, f"Written to {where} ({why}).", parts, written)
+
+    def _logged(self, text: str) -> str:
+        """A short text of a model's item as the extraction log keeps it."""
+        return screen_text(text, self.service.config.limits.personal_numbers).text
 
     async def _similar(self, content: str) -> Sequence[str]:
         """The stored memories closest to `content`, for the novelty score."""

@@ -14,50 +14,15 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from .obfuscation import HOMOGLYPHS
+
 __all__ = ["LATIN_LOOKALIKES", "fold_lookalikes", "normalise_key"]
 
-# Cyrillic and Greek letters drawn like a Latin letter in common fonts (after case folding, so
-# only lower-case forms are needed), mapped to that letter.
-LATIN_LOOKALIKES: dict[str, str] = {
-    # Cyrillic
-    "а": "a",
-    "в": "b",
-    "е": "e",
-    "ё": "e",
-    "һ": "h",
-    "і": "i",
-    "ї": "i",
-    "ј": "j",
-    "к": "k",
-    "ӏ": "l",
-    "м": "m",
-    "н": "h",
-    "о": "o",
-    "р": "p",
-    "ԛ": "q",
-    "ѕ": "s",
-    "т": "t",
-    "у": "y",
-    "ԝ": "w",
-    "х": "x",
-    "с": "c",
-    "ԁ": "d",
-    "ɡ": "g",
-    # Greek
-    "α": "a",
-    "β": "b",
-    "ε": "e",
-    "η": "n",
-    "ι": "i",
-    "κ": "k",
-    "μ": "u",
-    "ν": "v",
-    "ο": "o",
-    "ρ": "p",
-    "τ": "t",
-    "υ": "u",
-    "χ": "x",
-    "ζ": "z",
+# The look-alikes the secret screening folds (text/obfuscation.py), in lower case as keys are
+# compared once case-folded: a lower-case letter's own entry wins over its capital's (Greek ν is
+# drawn as v, its capital Ν as N).
+LATIN_LOOKALIKES: dict[str, str] = {k.casefold(): v.lower() for k, v in HOMOGLYPHS.items() if k.isupper()} | {
+    k: v for k, v in HOMOGLYPHS.items() if k.islower()
 }
 
 _LOOKALIKE = re.compile(f"[{''.join(LATIN_LOOKALIKES)}]")

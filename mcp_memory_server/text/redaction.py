@@ -5,14 +5,17 @@ reported as an OpenAI key. Shapes are secrets wherever they appear: provider key
 private key blocks, JWTs, Luhn-valid card numbers, `user:password@` in URLs, Authorization headers.
 Statements name a secret and give its value (密码是 hunter2, `pwd=...`, `api_key: ...`): only the
 value is withheld, and only when it looks like one, because ordinary memories talk about passwords
-and tokens all the time (我忘记密码了, `def login(user, password):`, `password = input()`).
+and tokens all the time (我忘记密码了, `def login(user, password):`, `password = input()`). In
+English prose "my password is X" (pw, passcode, PIN) gives X when X has a digit, a symbol or an inner
+capital, or is one lower-case word of six letters or more that does not describe the password
+(text/value_words.py: "correcthorsebattery" is one, "weak", "expired" and "written" are not).
 
-Not withheld, because they are not credentials: Stripe publishable keys (pk_live_, pk_test_; made
-to be embedded in web pages), Twilio Account SIDs (AC...), phone numbers, e-mail addresses, user
-names, Chinese resident ID numbers (personal data, not a credential; their 18 digits are not taken
-for a card), order and tracking numbers, one-time verification codes. Missed on purpose: a password
-with no digit, symbol or inner capital in English prose ("my password is sunshine" has the shape of
-"my password is weak").
+Not withheld here, as they are not credentials: Stripe publishable keys, Twilio Account SIDs,
+e-mail addresses, order numbers, one-time codes. National ID and phone numbers (personal data) are
+found by text/numbers.py and masked, refused or kept by text/screening.py as
+`MCP_MEMORY_PERSONAL_NUMBERS` says; so are obfuscated secrets, by running this detector over the
+views of text/obfuscation.py. Still missed: a lower-case English password of five letters or fewer
+("my password is tiger") and a key split across two memories.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from .lazy_pattern import LazyPattern, lazy
+from .numbers import CARD, PERSONAL_KINDS, card
+from .value_words import DESCRIPTIONS, KEY_KINDS, NOT_A_VALUE
 
 __all__ = ["Finding", "Redaction", "describe", "find_secrets", "redact"]
 
@@ -192,15 +197,6 @@ _VALUE = (
     + r")|(?P<v>(?:(?![;&,][A-Za-z_][\w.\-]*=)[!-~]){1,128}))"
 )
 
-# Words that follow "password:" in schemas, code and prose, and hashing schemes (密码是 SHA256 加密的).
-_NOT_VALUES = """
-required optional none null nil undefined true false str string int bytes text varchar char secret secretstr password
-passwd pwd pass passphrase token yourpassword your_password changeme incorrect correct wrong invalid valid expired weak
-strong empty blank missing hidden masked redacted reset changed protected encrypted hashed unknown same different input
-getpass bool boolean float dict list any object secretbytes md5 sha1 sha256 sha-256 sha512 bcrypt argon2 scrypt pbkdf2
-plaintext hash aes rsa base64
-"""
-_NOT_A_VALUE = frozenset(_NOT_VALUES.split())
 # Tests of a whole value, anchored (\A: never searched). Masks, template and environment variables,
 # query parameters, structures, YAML tags.
 _PLACEHOLDER = lazy(r"\A(?:[*xX•.#?_\-]+|(?=.*[*•]{3}).*|[<{\[(].*|\$(?:\{?\w+\}?|\(.*)|%\(?\w*\)?[sd]|[:@!]\w+)")
@@ -228,7 +224,7 @@ def _value(m: re.Match[str]) -> tuple[str, int, int, bool]:
 
 def _is_code_or_placeholder(value: str) -> bool:
     return bool(
-        value.lower() in _NOT_A_VALUE
+        value.lower() in NOT_A_VALUE
         or keyword.iskeyword(value)
         or value[0] in "\"'"
         or _PLACEHOLDER.fullmatch(value)
@@ -243,6 +239,27 @@ def _password_shaped(value: str) -> bool:
     a capital after the first letter; "case-sensitive" and "weak!" do not."""
     core = value.rstrip("!?")
     return any(c.isdigit() or not (c.isalnum() or c in "-_'") for c in core) or any(c.isupper() for c in core[1:])
+
+
+_DESCRIPTION_ENDINGS = ("ed", "ly", "ing", "ble", "ive", "ful", "ous", "ent", "ant", "less", "ary", "ory", "ical")
+_GIVING = lazy(r"(?i:is|was|been|set|changed|updated)\b")  # "password to alice" gives no password
+
+
+def _passphrase_word(m: re.Match[str], value: str, end: int) -> bool:
+    """ "my password is correcthorsebattery": one lower-case word of six letters or more that ends
+    the clause and is not a description of the password (weak, expired, too long ...)."""
+    word = value.rstrip("!?")
+    return (
+        word.isascii()
+        and word.isalpha()
+        and word.islower()
+        and len(word) >= 6
+        and word not in DESCRIPTIONS
+        and word not in NOT_A_VALUE
+        and (len(word) > 14 or not word.endswith(_DESCRIPTION_ENDINGS))  # three words run together: a passphrase
+        and _GIVING.search(m.group("weak")) is not None
+        and not _PROSE_NEXT.match(m.string, end)
+    )
 
 
 def _code_name(separator: str, value: str) -> bool:
@@ -288,7 +305,7 @@ def _password(m: re.Match[str]) -> Span | None:
         return (start, end) if chinese and any(c.isdecimal() for c in value) else None
     if quoted:
         return start, end
-    if m.group("weak") is not None and not _password_shaped(value):
+    if m.group("weak") is not None and not (_password_shaped(value) or _passphrase_word(m, value, end)):
         return None
     if m.group("strong") is not None and _code_name(m.group("strong"), value):
         return None
@@ -299,9 +316,25 @@ def _password(m: re.Match[str]) -> Span | None:
     return start, end
 
 
+def _named_secret(m: re.Match[str], value: str) -> bool:
+    """密钥：Zx9!kq88wq: after a Chinese label, a value of eight characters or more with letters and
+    digits or symbols is the key itself, random-looking or not."""
+    return (
+        m.group("label")[0] >= "\u4e00"
+        and m.group("bare") is None
+        and len(value) >= 8
+        and any(c.isalpha() for c in value)
+        and _password_shaped(value)
+        and value.lower() not in KEY_KINDS
+        and not any(c.isalpha() and not c.isascii() for c in value)
+    )
+
+
 def _generic(m: re.Match[str]) -> Span | None:
     value, start, end, _ = _value(m)
-    if not _looks_random(value) or _is_code_or_placeholder(value) or _ANNOTATION_NEXT.match(m.string, end):
+    if not (_looks_random(value) or _named_secret(m, value)):
+        return None
+    if _is_code_or_placeholder(value) or _ANNOTATION_NEXT.match(m.string, end):
         return None
     return None if value.startswith(("pk_live_", "pk_test_")) else (start, end)  # publishable: public
 
@@ -315,7 +348,7 @@ def _word(words: str) -> str:
     return rf"(?i:(?<![A-Za-z0-9])(?:{words})(?![A-Za-z0-9]))"
 
 
-_PASSWORD_LABEL = _word(r"pass(?:word|wd|phrase|code)|pwd|pgpassword|pass(?=[\"']?=)") + "|密码|密碼|口令"
+_PASSWORD_LABEL = _word(r"pass(?:word|wd|phrase|code)|pwd|pw|pgpassword|pass(?=[\"']?=)") + "|密码|密碼|口令"
 _GENERIC_LABEL = (
     _word(
         r"secret|token|api[_\-]?key|apikey|access[_\-]?key(?:[_\-]?secret)?|secret[_\-]?key|"
@@ -333,7 +366,7 @@ _STATEMENTS = [
     _statement("Twilio key", "twilio", _TWILIO_LABEL, _random_value, _WHOLE.format(r"[0-9a-f]{32}")),
     _statement("card security code", "cvv cvc csc security 安全码", _CVV_LABEL, _span, _WHOLE.format(r"\d{3,4}")),
     _statement("PIN", "pin", _PIN_LABEL, _span, _WHOLE.format(r"\d{4,8}")),
-    _statement("password", "pass pwd 密码 密碼 口令", _PASSWORD_LABEL, _password),
+    _statement("password", "pass pw 密码 密碼 口令", _PASSWORD_LABEL, _password),
     _statement("generic secret assignment", "secret token key 密钥 秘钥 私钥 令牌", _GENERIC_LABEL, _generic),
 ]
 
@@ -350,40 +383,6 @@ def _url_password(m: re.Match[str]) -> Span | None:
     return None if _is_code_or_placeholder(m.group("v")) else m.span("v")
 
 
-_CARD = lazy(
-    r"(?<![0-9A-Za-z_+\-./%])(?:[2-6]\d{12,18}"  # not after %28 in a URL
-    r"|[2-6]\d{3}(?P<s>[ \-])\d{4}(?P=s)\d{4}(?P=s)\d{1,4}(?P<tail>(?P=s)\d{1,3})?"
-    r"|3\d{3}(?P<s2>[ \-])\d{6}(?P=s2)\d{4,5})"  # American Express and Diners: 4-6-5, 4-6-4
-    r"(?![0-9A-Za-z_]|[.,]\d)"
-)
-# 18 digits with a birth date at 7-14: a Chinese resident ID number (out of scope), not a card.
-_RESIDENT_ID = lazy(r"\d{6}(?:19|20)\d\d(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])\d{4}")
-_CARD_WORDS = lazy(r"卡|card|visa|master|amex|unionpay|银联", re.I)
-_NOT_CARD_WORDS = lazy(
-    r"订单|单号|运单|快递|物流|编号|序列号|流水|交易号|发票|身份证|手机|电话|学号|工号|会员|条码|条形码|"
-    r"order|tracking|invoice|serial|isbn|barcode|\bean\b|\bupc\b|phone|mobile|tel\b|\bid\b|\bref|transaction",
-    re.I,
-)
-
-
-def _luhn(digits: str) -> bool:
-    doubled = (int(c) * (1 + i % 2) for i, c in enumerate(reversed(digits)))
-    return sum(d - 9 if d > 9 else d for d in doubled) % 10 == 0
-
-
-def _card(m: re.Match[str]) -> Span | None:
-    start, end = m.span()
-    if m.group("tail") is not None and not _luhn("".join(filter(str.isdecimal, m.group()))):
-        end = m.start("tail")  # 4111 1111 1111 1111 123: the card, then a security code
-    digits = "".join(filter(str.isdecimal, m.string[start:end]))
-    if not _luhn(digits) or _RESIDENT_ID.fullmatch(digits):
-        return None
-    before = m.string[max(0, start - 16) : start]
-    not_card = max((w.end() for w in _NOT_CARD_WORDS.finditer(before)), default=-1)
-    card = max((w.end() for w in _CARD_WORDS.finditer(before)), default=-1)
-    return None if not_card > card else (start, end)  # 订单号 / order no. closer than any mention of a card
-
-
 _AUTHORIZATION = r"(?i:authorization)[\"']?[ \t]*[:=][ \t]*[\"']?"
 _BASIC = _AUTHORIZATION + r"(?i:basic)[ \t]+(?P<v>[A-Za-z0-9+/]{8,}={0,2})"
 _BEARER = rf"(?:(?<![A-Za-z0-9])(?i:bearer)|{_AUTHORIZATION}(?i:token))[ \t]+(?P<v>[A-Za-z0-9\-._~+/]{{16,}}=*)"
@@ -392,7 +391,7 @@ _SHAPES = [
     _Rule("basic auth credentials", lazy(_BASIC), _basic_auth, ("authorization",)),
     _Rule("bearer token", lazy(_BEARER), _random_value, ("bearer", "authorization")),
     _Rule("connection string password", lazy(_URL_PASSWORD), _url_password, ("://",)),
-    _Rule("card number", _CARD, _card),
+    _Rule("card number", CARD, card),
 ]
 
 # Priority: unambiguous shapes first, so a key written after a label keeps its provider's name.
@@ -445,6 +444,12 @@ def describe(withheld: Sequence[str]) -> str:
     (kinds, for `Redaction.withheld`; pass every finding's kind to count each secret)."""
     if not withheld:
         return ""
-    noun = "secret" if len(withheld) == 1 else "secrets"
     kinds = ", ".join(dict.fromkeys(withheld))
-    return f"Withheld {len(withheld)} {noun} ({kinds}): memories never store credentials."
+    if PERSONAL_KINDS.isdisjoint(withheld):
+        noun = "secret" if len(withheld) == 1 else "secrets"
+        return f"Withheld {len(withheld)} {noun} ({kinds}): memories never store credentials."
+    noun = "item" if len(withheld) == 1 else "items"
+    return (
+        f"Withheld {len(withheld)} {noun} ({kinds}): memories never store credentials, and personal ID and "
+        "phone numbers are masked (MCP_MEMORY_PERSONAL_NUMBERS)."
+    )

@@ -25,6 +25,7 @@ of get_all in graph mode (`{"source", "relationship", "target"}`) become `relati
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import itertools
 import json
@@ -36,6 +37,7 @@ from typing import Any
 
 from ..config.config import Config
 from ..errors import InvalidInput
+from ..text.screening import inspect, screen_text
 from .limits import check_items, lines
 
 __all__ = ["FOREIGN", "Item", "ItemError", "detect", "read_mem0", "read_memory_jsonl"]
@@ -175,8 +177,11 @@ def moment(value: Any, where: str, field: str) -> datetime | None:
     raise ItemError(f"{where}: {field} {json.dumps(value, ensure_ascii=False)[:60]} is not a time.")
 
 
+@functools.lru_cache(maxsize=1024)  # an entity's name is quoted once per observation
 def _cut(name: str) -> str:
-    """A name quoted for a message, cut after 40 characters."""
+    """A name quoted for a message (and the import's report), its secrets masked, cut after 40
+    characters; the item itself is screened as every stored field is (its name is in its key)."""
+    name = screen_text(name).text
     return repr(name) if len(name) <= 40 else repr(name[:40]) + "..."
 
 
@@ -195,7 +200,10 @@ def _entity_category(name: str, kind: str) -> str:
 
 
 def _slot(name: str, number: int) -> str:
-    label = name if len(name) <= 150 else f"{name[:100]}~{hashlib.sha1(name.encode()).hexdigest()[:12]}"
+    # A long name is cut to make its key, unless it holds a secret: then the key keeps the whole of
+    # it, which screening refuses (a cut could leave too little of the secret to be recognised).
+    cut = len(name) > 150 and not inspect(name, "keep")
+    label = f"{name[:100]}~{hashlib.sha1(name.encode()).hexdigest()[:12]}" if cut else name
     return f"kg:{label}#{number}"
 
 

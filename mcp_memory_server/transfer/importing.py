@@ -198,7 +198,9 @@ async def _store(store: Store, checked: _Checked, progress: Progress | None, now
 
 
 def _tags(tags: Sequence[str], config: Config) -> list[str]:
-    """Names and categories of other tools as tags: cut to the tag limits rather than refused."""
+    """Names and categories of other tools as tags: cut to the tag limits rather than refused, once
+    screened whole (SecretRefused: the item is left out)."""
+    validate.screen_names(tags, "tag", config.limits.personal_numbers)
     cut = [" ".join(normalize(t).split())[: config.limits.max_tag_chars].strip() for t in tags]
     return list(dict.fromkeys(t for t in cut if t))[: config.limits.max_tags]
 

@@ -31,6 +31,7 @@ from ..models import Draft
 from ..profile.profile import FIELDS
 from ..store.profile_scrub import PROFILE_KEY
 from ..store.rows import SessionRow, iso, parse_id
+from ..text.screening import PersonalNumbers
 from ..text.tokens import fingerprint
 from .limits import check_items
 
@@ -150,7 +151,8 @@ def read(text: str, config: Config) -> Document:
     archived = [r for i, m in enumerate(_list(top, "archived", "")) if (r := reader.memory(m, f"archived[{i}]", True))]
     _unique([(r.number, r.where) for r in memories + archived], "id")
     _unique([(r.draft.key, r.where) for r in memories if r.draft.key is not None], "key")
-    sessions = [_session(item, f"sessions[{i}]") for i, item in enumerate(_list(top, "sessions", ""))]
+    personal = config.limits.personal_numbers
+    sessions = [_session(item, f"sessions[{i}]", personal) for i, item in enumerate(_list(top, "sessions", ""))]
     _unique([(s.session_id, f"sessions[{i}]") for i, s in enumerate(sessions)], "session_id")
     namespace = top.get("namespace", "")
     if not isinstance(namespace, str):
@@ -192,8 +194,8 @@ def _check(where: str, field: str, check: Callable[[], _T]) -> _T:
     """`check()`, its InvalidInput prefixed with the item and field it is about."""
     try:
         return check()
-    except SecretRefused:
-        raise
+    except SecretRefused as exc:
+        raise SecretRefused(f"{where}.{field}: {exc}") from None
     except (InvalidInput, TypeError, ValueError) as exc:
         raise InvalidInput(f"{where}.{field}: {exc}") from None
 
@@ -230,20 +232,32 @@ def _word(value: Any, where: str, field: str, optional: bool = False) -> str | N
     return value  # type: ignore[no-any-return]
 
 
-def _session(item: Any, where: str) -> SessionRow:
+def _named(value: _T, personal: PersonalNumbers) -> _T:
+    """`value` once screened as a name (refused whole when it holds a secret): what a check takes."""
+    validate.screen_name(value, "it", personal)
+    return value
+
+
+def _session(item: Any, where: str, personal: PersonalNumbers) -> SessionRow:
+    """A session as stored: its id and variables' names refused whole when they hold a secret, its
+    topic and variables' text values screened as memories are."""
     fields = _fields(item, _SESSION, _SESSION, where)
-    sid = _check(
-        where, "session_id", lambda: validate.session_id(_typed(fields["session_id"], str, where, "session_id"))
-    )
+    raw_sid = _typed(fields["session_id"], str, where, "session_id")
+    sid = _check(where, "session_id", lambda: validate.session_id(_named(raw_sid, personal)))
     if sid is None:
         raise InvalidInput(f"{where}.session_id is empty.")
     topic = _typed(fields["current_topic"], str, where, "current_topic", optional=True)
     if topic is not None and len(topic) > MAX_TOPIC_CHARS:
         raise InvalidInput(f"{where}.current_topic is {len(topic)} characters; the limit is {MAX_TOPIC_CHARS}.")
+    if topic:
+        topic = validate.screen(topic, personal, field=f"{where}.current_topic")[0]
     variables = _typed(fields["context_variables"], dict, where, "context_variables")
     if len(variables) > MAX_VARIABLES:
         raise InvalidInput(f"{where}.context_variables: {len(variables)} variables; the limit is {MAX_VARIABLES}.")
+    if len(json.dumps(variables, ensure_ascii=False)) <= MAX_VARIABLES_JSON:  # else refused just below
+        variables = validate.screen_variables(variables, personal, field=f"{where}.context_variables")
     encoded = json.dumps(variables, ensure_ascii=False)
+    emotion = _word(fields["last_emotion"], where, "last_emotion", optional=True)
     if len(encoded) > MAX_VARIABLES_JSON:
         raise InvalidInput(
             f"{where}.context_variables take {len(encoded):,} characters of JSON; the limit is {MAX_VARIABLES_JSON:,}."
@@ -253,7 +267,7 @@ def _session(item: Any, where: str) -> SessionRow:
         current_topic=topic,
         context_variables=encoded,
         turn_count=_count(fields["turn_count"], where, "turn_count"),
-        last_emotion=_word(fields["last_emotion"], where, "last_emotion", optional=True),
+        last_emotion=_check(where, "last_emotion", lambda: _named(emotion, personal)),
         created_at=_time(fields["created_at"], where, "created_at"),
         updated_at=_time(fields["updated_at"], where, "updated_at"),
     )
@@ -269,6 +283,7 @@ class _Reader:
 
     def __init__(self, config: Config) -> None:
         self.config = config
+        self.personal = config.limits.personal_numbers
         self.withheld = 0
         self.refused: list[str] = []
 
@@ -278,7 +293,7 @@ class _Reader:
         limit = self.config.limits.max_content_chars
         cleaned = _check(where, "content", lambda: validate.text(text, field="content", limit=limit))
         try:
-            screened, withheld = validate.screen(cleaned)
+            screened, withheld = validate.screen(cleaned, self.personal)
         except SecretRefused:
             self.refused.append(where)
             return None
@@ -295,13 +310,14 @@ class _Reader:
         tags = _get(item, "tags", list, where)
         for tag in tags:
             _typed(tag, str, where, "tags[]")
+        named = self.personal  # names are refused whole when they hold a secret, and before any check quotes them
         return {
-            "key": _check(where, "key", lambda: validate.key(key)),
-            "category": _check(where, "category", lambda: validate.category(category)),
+            "key": _check(where, "key", lambda: validate.key(_named(key, named))),
+            "category": _check(where, "category", lambda: validate.category(_named(category, named))),
             "importance": _check(where, "importance", lambda: validate.unit(importance, "importance")),
             "confidence": _check(where, "confidence", lambda: validate.unit(confidence, "confidence")),
-            "source": _check(where, "source", lambda: validate.source(source)),
-            "tags": _check(where, "tags", lambda: validate.tags(tags, self.config)),
+            "source": _check(where, "source", lambda: validate.source(_named(source, named))),
+            "tags": _check(where, "tags", lambda: validate.tags([_named(t, named) for t in tags], self.config)),
         }
 
     def memory(self, item: Any, where: str, archived: bool) -> Record | None:
@@ -320,17 +336,19 @@ class _Reader:
             )
         tier = _get(fields, "tier", str, where)
         session = _get(fields, "session_id", str, where, optional=True)
+        client = _get(fields, "client", str, where, optional=True)
         draft = Draft(
             content="",
             tier=_check(where, "tier", lambda: validate.tier(tier)),
-            session_id=_check(where, "session_id", lambda: validate.session_id(session)),
-            client=validate.client_name(_get(fields, "client", str, where, optional=True)),
+            session_id=_check(where, "session_id", lambda: validate.session_id(_named(session, self.personal))),
+            client=_check(where, "client", lambda: validate.client_name(_named(client, self.personal))),
             **value,
         )
         history = [self._history(old, f"{where}.history[{i}]") for i, old in enumerate(_list(fields, "history", where))]
         stamps = {name: _time(fields[name], where, name) for name in ("created_at", "updated_at", "last_accessed")}
         access_count = _count(fields["access_count"], where, "access_count")
-        archive = (_time(fields["archived_at"], where, "archived_at"), _reason(fields, where)) if archived else None
+        reason = _reason(fields, where, self.personal) if archived else ""
+        archive = (_time(fields["archived_at"], where, "archived_at"), reason) if archived else None
         content = self._content(fields, where)
         if content is None:
             return None
@@ -348,7 +366,8 @@ class _Reader:
     def _history(self, item: Any, where: str) -> EarlierValue | None:
         fields = _fields(item, _HISTORY, _HISTORY, where)
         value = self._value(fields, where)
-        reason = _word(fields["reason"], where, "reason") or ""
+        word = _word(fields["reason"], where, "reason") or ""
+        reason = _check(where, "reason", lambda: _named(word, self.personal))
         changed_at = _time(fields["changed_at"], where, "changed_at")
         content = self._content(fields, where)
         if content is None:
@@ -365,7 +384,7 @@ class _Reader:
             if not words or len(words) > MAX_PROFILE_TEXT_CHARS:
                 raise InvalidInput(f"{where} must be 1-{MAX_PROFILE_TEXT_CHARS} characters.")
             try:
-                return validate.screen(words)[0]
+                return validate.screen(words, self.personal, field=where)[0]
             except SecretRefused:
                 self.refused.append(where)
                 return None
@@ -385,8 +404,8 @@ class _Reader:
         return {k: v for k, v in result.items() if v}
 
 
-def _reason(item: Mapping[str, Any], where: str) -> str:
+def _reason(item: Mapping[str, Any], where: str, personal: PersonalNumbers) -> str:
     text = _get(item, "archive_reason", str, where).strip()
     if not text or len(text) > 200:
         raise InvalidInput(f"{where}.archive_reason must be 1-200 characters.")
-    return text  # type: ignore[no-any-return]
+    return validate.screen(text, personal, field=f"{where}.archive_reason")[0]

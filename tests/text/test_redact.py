@@ -139,6 +139,10 @@ def test_public_names() -> None:
         ("passphrase: correct horse battery staple.", "correct horse battery staple"),
         ("保险箱密码 9527", "9527"),
         ("password=b'Hunter2!'", "Hunter2!"),
+        ("my password is correcthorsebattery", "correcthorsebattery"),
+        ("my password is sunshine", "sunshine"),
+        ("pw for the NAS is Zx9!kq", "Zx9!kq"),
+        ("the wifi password is bluebirds, ask me again", "bluebirds"),
     ],
 )
 def test_password_statements(text: str, value: str) -> None:
@@ -170,7 +174,13 @@ def test_password_statements(text: str, value: str) -> None:
         "password: bool = False",
         "password: _PasswordType | None = None",
         'password = ":****"',
-        "my password is sunshine",  # documented miss: the same shape as "my password is weak"
+        "My password is weak, I should change it.",
+        "my password is written on a sticky note",
+        "the password is too short",
+        "send the password to alice",
+        "my password is something else",
+        "私钥是 ed25519",
+        "密钥是 secp256k1 曲线",
     ],
 )
 def test_password_talk_and_code_are_not_statements(text: str) -> None:
@@ -210,8 +220,9 @@ def test_numbers_named_as_something_else_are_not_cards() -> None:
     assert [f.kind for f in find_secrets("订单号 123，卡号 20240315000123")] == ["card number"]
 
 
-def test_chinese_resident_id_numbers_are_out_of_scope() -> None:
-    # Personal data, not a credential; 18 digits with a birth date are not taken for a card.
+def test_chinese_resident_id_numbers_are_not_secrets() -> None:
+    # Personal data, not a credential (text/screening.py masks them as configured); 18 digits with
+    # a birth date are not taken for a card.
     assert find_secrets("身份证 440301199001011237") == []
     assert find_secrets("440301199001011237") == []
 

@@ -27,7 +27,7 @@ from mcp_memory_server.memory import validate
 from mcp_memory_server.server import build_server
 from mcp_memory_server.sieve import signals, value
 from mcp_memory_server.sieve.sieve import parse_answer
-from mcp_memory_server.text import Segmenter, tokens
+from mcp_memory_server.text import Segmenter, obfuscation, screening, tokens
 from mcp_memory_server.text import redaction as redact
 from mcp_memory_server.transfer import foreign_formats as foreign
 from mcp_memory_server.transfer import markdown as render
@@ -112,6 +112,9 @@ def test_the_inventory_finds_every_table() -> None:
         "sieve.value._AMOUNT",
     ):
         assert where in found
+    for where in ("text.obfuscation._SPELLED", "text.obfuscation._SPREAD_PREFIX", "text.obfuscation._RUN"):
+        assert where in found
+    assert {"text.numbers._PHONE", "text.numbers._RESIDENT_ID", "text.numbers._SSN", "text.numbers.CARD"} <= found
     expected = {"sieve.signal_patterns._TODO", "sieve.signal_patterns.FORCED_PREFIXES[2]", "sieve.signals._BOUNDARY"}
     assert expected | {"sieve.sieve._FENCE", "config.parsers.NAMESPACE_PATTERN"} <= found
 
@@ -143,6 +146,10 @@ def answered(work: Callable[[str], object]) -> Callable[[str], object]:
 # the model's answer, imported files, the index's normal form.
 ENTRY_POINTS: dict[str, Callable[[str], object]] = {
     "redact": redact.redact,
+    "inspect": screening.inspect,
+    "screen_text": screening.screen_text,
+    "screen_name": answered(lambda text: validate.screen_name(text, "key")),
+    "screen_variables": answered(lambda text: validate.screen_variables({"note": text, text[:100]: 1})),
     "screen": answered(validate.screen),
     "detect_signals": signals.detect_signals,
     "is_small_talk": lambda text: signals.is_small_talk(text, ""),
@@ -195,3 +202,43 @@ async def test_the_write_that_hung_the_server_is_answered(config: Config, segmen
     assert result.structured_content["withheld"] == ["AWS secret key"]
     assert "123456789012345678901234567890123456789a" not in str(recalled.structured_content)
     assert "[withheld: AWS secret key]" in str(recalled.structured_content)
+
+
+# Texts made for the screening's own patterns and views, each one unit repeated to 10 KB and to
+# 100 KB: spelled-out runs (with single and spelled-out blanks), invisible characters between
+# letters, look-alike letters, base64 and hex runs, a provider's prefix spread out over and over,
+# labels of phone numbers, resident ID and SSN shapes, keys in groups.
+CRAFTED = {
+    "spelled out": "a ",
+    "spelled out, wide blanks": "a   ",
+    "spelled digits": "4 1 1 1   ",
+    "zero-width between letters": "s\u200b",
+    "soft hyphens and bidi marks": "k\u00ad\u202e",
+    "look-alike letters": "ѕk-рrој-",
+    "full-width": "ｓｋ－ｐｒｏｊ－",
+    "base64 run": "QUJD",
+    "base64 runs apart": "c2stcHJvai1hQjNk ",
+    "hex run": "ab",
+    "hex pairs": "ab ",
+    "prefix spread out": "s k - p r o j - ",
+    "prefix then groups": "sk-proj - abcd EfG3 ",
+    "phone labels": "phone: +1 ",
+    "Chinese phone labels": "手机号是 138 0013 ",
+    "resident ID shapes": "440301199001011237",
+    "SSN shapes": "123-45-6789-",
+    "passphrase statements": "my password is correcthorsebattery, ",
+    "pw labels": "pw for the NAS is ",
+}
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("name", CRAFTED)
+def test_screening_of_long_crafted_text_is_linear(name: str) -> None:
+    unit = CRAFTED[name]
+    small, large = ((unit * (size // len(unit) + 1))[:size] for size in (SMALL, LARGE))
+    slow = [
+        f"{entry.__name__}: {why}"
+        for entry in (screening.inspect, obfuscation.skeleton)
+        if (why := too_slow(lambda e=entry: e(small), lambda e=entry: e(large))) is not None  # type: ignore[misc]
+    ]
+    assert slow == []
