@@ -36,6 +36,7 @@ from .app import (
     state,
     tool_call,
 )
+from .memory_tools import RequestId
 from .views import ExtractView, TurnView
 from .views import extract as extract_view
 from .views import turn as turn_view
@@ -132,9 +133,12 @@ def add_session_tools(server: MCPServer[Spaces]) -> None:
                 description="Variables to set; a null value removes one.",
             ),
         ] = None,
+        request_id: RequestId = None,
     ) -> TurnView:
         result = await tool_call(
-            state(ctx).sessions.update(session_id, topic=topic, emotion=emotion, variables=variables)
+            state(ctx).sessions.update(
+                session_id, topic=topic, emotion=emotion, variables=variables, request_id=request_id
+            )
         )
         return turn_view(result)
 

@@ -231,4 +231,21 @@ MIGRATIONS: tuple[Migration, ...] = (
             "ALTER TABLE memory_vectors ADD COLUMN script SMALLINT NOT NULL DEFAULT 0",
         ),
     ),
+    (
+        10,
+        "the request ledger: writes retried with the same request_id",
+        (
+            # As on SQLite (see store/sqlite/schema.py), the answer as jsonb.
+            """CREATE TABLE write_requests (
+                namespace   TEXT NOT NULL,
+                request_id  TEXT NOT NULL,
+                tool        TEXT NOT NULL,
+                fingerprint TEXT NOT NULL,
+                answer      jsonb NOT NULL,
+                created_at  timestamptz NOT NULL,
+                PRIMARY KEY (namespace, request_id)
+            )""",
+            "CREATE INDEX write_requests_created ON write_requests (namespace, created_at)",
+        ),
+    ),
 )
