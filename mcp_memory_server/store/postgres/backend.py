@@ -195,8 +195,12 @@ class _Pools:
                 name="mcp-memory",
             )
             await pool.open(wait=True, timeout=10)
-            shared = self._open[url] = _Shared(pool)
-            shared.listening = asyncio.create_task(_listen(url, shared.hearers), name="mcp-memory-listen")
+            shared = self._open.get(url)
+            if shared is None:
+                shared = self._open[url] = _Shared(pool)
+                shared.listening = asyncio.create_task(_listen(url, shared.hearers), name="mcp-memory-listen")
+            else:  # another store of this URL opened one while this one waited: one pool per URL
+                await pool.close()
         shared.hearers.append(heard)
         return shared.pool
 
