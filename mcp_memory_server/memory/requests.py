@@ -10,11 +10,10 @@ from typing import Any
 from ..errors import InvalidInput
 from ..store.ledger import Request, fingerprint
 
-__all__ = ["MAX_REQUEST_ID_CHARS", "REQUEST_ID_PATTERN", "request"]
+__all__ = ["MAX_REQUEST_ID_CHARS", "request"]
 
 MAX_REQUEST_ID_CHARS = 100
-REQUEST_ID_PATTERN = "^[!-~]+$"  # visible ASCII (! to ~): no space, no control, nothing else
-_REQUEST_ID = re.compile(rf"[!-~]{{1,{MAX_REQUEST_ID_CHARS}}}")
+_REQUEST_ID = re.compile(rf"[!-~]{{1,{MAX_REQUEST_ID_CHARS}}}")  # visible ASCII (! to ~): no space, no control
 
 
 def request(tool: str, request_id: str | None, arguments: Mapping[str, Any]) -> Request | None:

@@ -14,7 +14,7 @@ from ..config.config import Config
 from ..config.limits import MAX_CATEGORY_CHARS, MAX_ID_CHARS, MAX_KEY_CHARS, MAX_RECALL_HITS, MAX_SESSION_CHARS
 from ..memory import lifecycle
 from ..memory.change_ops import ApplyChangesResult, ChangeOp, apply_changes
-from ..memory.requests import MAX_REQUEST_ID_CHARS, REQUEST_ID_PATTERN
+from ..memory.requests import MAX_REQUEST_ID_CHARS
 from ..models import ForgetResult, RestoreResult
 from ..runtime.namespaces import Spaces
 from . import views
@@ -23,15 +23,12 @@ from .views import CleanupView, ListView, RecallView, RememberView
 
 __all__ = ["RequestId", "add_memory_tools"]
 
-# Every write tool's optional request_id (memory/requests.py, store/ledger.py).
+# Every write tool's optional request_id (memory/requests.py, store/ledger.py). Its schema is kept
+# to a bound and one short sentence (the whole tools/list is read by every model at every start);
+# the service checks its characters and says what is allowed.
 RequestId = Annotated[
     str | None,
-    Field(
-        min_length=1,
-        max_length=MAX_REQUEST_ID_CHARS,
-        pattern=REQUEST_ID_PATTERN,
-        description="Your id for this call: a retry with the same id returns the first answer and changes nothing.",
-    ),
+    Field(max_length=MAX_REQUEST_ID_CHARS, description="Retried with it: applied once."),
 ]
 
 

@@ -110,8 +110,8 @@ async def _extract(
 def add_session_tools(server: MCPServer[Spaces]) -> None:
     @server.tool(
         description=(
-            "Record a conversation turn (topic, the user's emotion, variables); returns the response strategy "
-            "for the emotion. recall with this session_id favours the topic."
+            "Record a conversation turn; returns the response strategy for the user's emotion. recall with this "
+            "session_id favours the topic."
         ),
         annotations=ToolAnnotations(
             title="Update session", read_only_hint=False, destructive_hint=False, idempotent_hint=False
@@ -122,7 +122,7 @@ def add_session_tools(server: MCPServer[Spaces]) -> None:
         session_id: Annotated[str, Field(min_length=1, max_length=MAX_SESSION_CHARS, description="Conversation id.")],
         topic: Annotated[
             str | None,
-            Field(max_length=MAX_TOPIC_CHARS, description="Topic in a few words; empty clears it."),
+            Field(max_length=MAX_TOPIC_CHARS, description="Topic; empty clears it."),
         ] = None,
         emotion: Annotated[Emotion | None, Field(description="The user's emotion in their last message.")] = None,
         variables: Annotated[
