@@ -8,7 +8,10 @@
     │                            message names the limit and the setting that raises it
     ├── NotFound                 a memory id (or other named thing) does not exist
     ├── StoreError               the database could not complete an operation (locked too long,
-    │                            corrupt, unwritable); nothing was half-applied
+    │   │                        corrupt, unwritable); nothing was half-applied
+    │   └── WriteOutcomeUnknown  the connection to the database was lost while a write was being
+    │                            committed: it may or may not have been stored (a retry with the
+    │                            same request_id is safe)
     └── CannotListen             the HTTP server could not take its address and port (in use,
                                  not this machine's, not permitted)
 
@@ -18,7 +21,16 @@ into a one-line message and a non-zero exit status.
 
 from __future__ import annotations
 
-__all__ = ["CannotListen", "InvalidInput", "MemoryServerError", "NotFound", "SecretRefused", "StoreError", "TooLarge"]
+__all__ = [
+    "CannotListen",
+    "InvalidInput",
+    "MemoryServerError",
+    "NotFound",
+    "SecretRefused",
+    "StoreError",
+    "TooLarge",
+    "WriteOutcomeUnknown",
+]
 
 
 class MemoryServerError(Exception):
@@ -47,3 +59,8 @@ class StoreError(MemoryServerError):
 
 class CannotListen(MemoryServerError):
     """The HTTP server could not bind its address and port; nothing was served."""
+
+
+class WriteOutcomeUnknown(StoreError):
+    """The connection to the database was lost after the write's COMMIT was sent: it may have been
+    stored whole or not at all (never half), and the server could not find out which."""

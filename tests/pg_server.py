@@ -138,6 +138,14 @@ class PgServer:
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(DATABASE)))
         self.start_seconds = time.perf_counter() - began
 
+    def restart(self, mode: str = "fast") -> None:
+        """Restart the server (`pg_ctl restart`): `fast` ends every connection (open transactions
+        roll back), `immediate` kills every server process at once, as a crash would, and the
+        start recovers from the log."""
+        pg_ctl = str(self.bindir / "pg_ctl")
+        self._run(pg_ctl, "restart", "--pgdata", str(self.data), "--mode", mode, "--log",
+                  str(self.root / "server.log"), "--wait")  # fmt: skip
+
     def stop(self) -> None:
         """Stop the server (fast shutdown) and remove its directory; safe to call twice."""
         if self.stopped:

@@ -322,6 +322,15 @@ class Lifecycle(Settings):
     ] = 10.0
     promote_importance: Unit = 0.7
     promote_accesses: Annotated[int, Field(ge=0)] = 2
+    # A write's request_id answers retries with its first answer for this long (store/ledger.py);
+    # maintenance deletes older ledger rows.
+    request_id_hours: Annotated[
+        Positive,
+        Env(
+            "MCP_MEMORY_REQUEST_ID_HOURS",
+            "Hours a write's request_id answers retries with the first answer, before it expires.",
+        ),
+    ] = 24.0
 
 
 def _namespace(value: str) -> str:

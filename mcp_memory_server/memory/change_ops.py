@@ -24,6 +24,7 @@ from ..store.tx import Tx
 from ..text.redaction import describe
 from ..text.screening import screen_text
 from . import validate
+from .requests import request
 from .service import MemoryService, same_value
 
 __all__ = ["MANAGED_FIELDS", "ApplyChangesResult", "ChangeOp", "ChangeOutcome", "apply_changes"]
@@ -151,11 +152,18 @@ def _draft(service: MemoryService, op: ChangeOp, position: int, client: str | No
 
 
 async def apply_changes(
-    service: MemoryService, ops: Sequence[object], *, client: str | None = None, now: datetime | None = None
+    service: MemoryService,
+    ops: Sequence[object],
+    *,
+    client: str | None = None,
+    now: datetime | None = None,
+    request_id: str | None = None,
 ) -> ApplyChangesResult:
     """Validate every operation, then apply them in order in one transaction; the first one that
-    cannot be applied rolls everything back and its message names it."""
+    cannot be applied rolls everything back and its message names it. With a `request_id`, a
+    retry of the same call answers as the first did and changes nothing."""
     validate.batch(len(ops), service.config, "operations")
+    asked = request("apply_changes", request_id, {"ops": list(ops)})
     ignored: set[str] = set()
     parsed = [_parse(raw, i, ignored) for i, raw in enumerate(ops, 1)]
     for i, op in enumerate(parsed, 1):  # a del's key too: every answer and error quotes it
@@ -169,7 +177,9 @@ async def apply_changes(
             validate.category(op.category)  # a malformed category is an input error, not a mismatch
     now = now or utcnow()
     outcomes: list[ChangeOutcome] = []
-    async with service.store.transaction() as tx:
+    async with service.store.transaction(asked) as tx:
+        if (first := tx.replayed(ApplyChangesResult)) is not None:
+            return first
         for i, op in enumerate(parsed, 1):
             target, by_id = await _resolve(tx, op.key)
             if op.action == "del":
@@ -180,6 +190,12 @@ async def apply_changes(
             # no key slot, since a slot is never spelt like an id.
             action, mid = await _add(service, tx, draft, digest, near_match, now, target if by_id else None)
             outcomes.append(ChangeOutcome(op=i, key=op.key, action=action, id=mid, withheld=list(draft.withheld)))
+        result = _result(outcomes, ignored)
+        tx.answer(result)
+    return result
+
+
+def _result(outcomes: list[ChangeOutcome], ignored: set[str]) -> ApplyChangesResult:
     counts = {a: sum(o.action == a for o in outcomes) for a in ("created", "updated", "merged", "unchanged", "deleted")}
     summary = ", ".join(f"{n} {a}" for a, n in counts.items() if n) or "no operations"
     note = f" Ignored program-managed fields: {', '.join(sorted(ignored))}." if ignored else ""

@@ -271,6 +271,9 @@ async def maintain(store: Store, *, now: datetime | None = None) -> MaintenanceR
         abandoned = await extraction_log.settle_abandoned(tx, moment - _ABANDONED, moment)
     if abandoned:
         log.info("maintenance: %d sieve run(s) closed without the model's answer", abandoned)
+    expired = await store.prune_requests()  # the request ledger's rows past request_id_hours
+    if expired:
+        log.info("maintenance: %d expired request_id(s) deleted", expired)
     if expiry.sessions:  # cleanup has told its own results
         log.info(
             "maintenance: %d idle session(s) ended (%s); %d working memories promoted to core, %d archived",

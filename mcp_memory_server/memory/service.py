@@ -21,6 +21,7 @@ from ..text.redaction import describe
 from ..text.tokens import fingerprint, similarity
 from . import validate
 from .recall import recall
+from .requests import request
 
 __all__ = ["MemoryService", "same_value"]
 
@@ -138,7 +139,25 @@ class MemoryService:
         session_id: str | None = None,
         client: str | None = None,
         now: datetime | None = None,
+        request_id: str | None = None,
     ) -> RememberResult:
+        """Store one memory. With a `request_id`, a retry of the same call answers as the first
+        did and changes nothing (see store/ledger.py)."""
+        asked = request(
+            "remember",
+            request_id,
+            {
+                "content": content,
+                "category": category,
+                "key": key,
+                "importance": importance,
+                "confidence": confidence,
+                "tags": list(tags or ()),
+                "source": source,
+                "tier": tier,
+                "session_id": session_id,
+            },
+        )
         draft = validate.draft(
             self.config,
             content=content,
@@ -154,13 +173,16 @@ class MemoryService:
         )
         now = now or utcnow()
         digest, near_match = await self.prepare(draft)
-        async with self.store.transaction() as tx:
+        async with self.store.transaction(asked) as tx:
+            if (first := tx.replayed(RememberResult)) is not None:
+                return first
             if draft.session_id:
                 await tx.touch_session(draft.session_id, now)
             result = await self.write(tx, draft, digest, near_match, now)
-        if draft.withheld:
-            detail = f"{result.detail} {describe(draft.withheld)}"
-            result = result.model_copy(update={"withheld": list(draft.withheld), "detail": detail})
+            if draft.withheld:
+                detail = f"{result.detail} {describe(draft.withheld)}"
+                result = result.model_copy(update={"withheld": list(draft.withheld), "detail": detail})
+            tx.answer(result)
         return result
 
     async def prepare(self, draft: Draft) -> tuple[str, str]:
@@ -279,17 +301,23 @@ class MemoryService:
             track_access=track_access,
         )
 
-    async def forget(self, ids: Sequence[str]) -> ForgetResult:
+    async def forget(self, ids: Sequence[str], *, request_id: str | None = None) -> ForgetResult:
         if not ids:
             raise InvalidInput("ids is empty; give the ids of the memories to forget, such as ['mem_12'].")
         validate.batch(len(ids), self.config, "ids")
+        asked = request("forget", request_id, {"ids": list(ids)})
         wanted = list(dict.fromkeys(i.strip() for i in ids))
-        seqs = {i: parse_id(i) for i in wanted}
-        async with self.store.transaction() as tx:
-            deleted = set(await tx.delete([s for s in seqs.values() if s is not None]))
-        return ForgetResult(
-            deleted=[i for i in wanted if seqs[i] in deleted], not_found=[i for i in wanted if seqs[i] not in deleted]
-        )
+        numbers = {i: parse_id(i) for i in wanted}
+        async with self.store.transaction(asked) as tx:
+            if (first := tx.replayed(ForgetResult)) is not None:
+                return first
+            deleted = set(await tx.delete([n for n in numbers.values() if n is not None]))
+            result = ForgetResult(
+                deleted=[i for i in wanted if numbers[i] in deleted],
+                not_found=[i for i in wanted if numbers[i] not in deleted],
+            )
+            tx.answer(result)
+        return result
 
     async def list_memories(
         self,

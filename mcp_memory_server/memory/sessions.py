@@ -21,6 +21,7 @@ from ..errors import InvalidInput, NotFound
 from ..models import Memory, Model, SessionState
 from ..store.rows import utcnow
 from . import validate
+from .requests import request
 from .service import MemoryService
 from .strategy import Choice, Emotion, Strategy, choose, strategy_table
 
@@ -79,9 +80,15 @@ class Sessions:
         emotion: Emotion | Mapping[str, Any] | None = None,
         variables: Mapping[str, Any] | None = None,
         now: datetime | None = None,
+        request_id: str | None = None,
     ) -> SessionResult:
+        """One turn of the conversation. With a `request_id`, a retry of the same call answers as
+        the first did and changes nothing (the turn is counted once)."""
         personal = self.config.limits.personal_numbers
         validate.screen_name(session_id, "session_id", personal)
+        shown = emotion.model_dump() if isinstance(emotion, Emotion) else emotion
+        arguments = {"session_id": session_id, "topic": topic, "emotion": shown, "variables": variables}
+        asked = request("update_session", request_id, arguments)
         sid = validate.session_id(session_id)
         if sid is None:
             raise InvalidInput("session_id is empty; give the conversation's id.")
@@ -102,16 +109,22 @@ class Sessions:
             cleaned = validate.screen(cleaned, personal, field="topic")[0]
         if variables:
             variables = validate.screen_variables(variables, personal)
-        async with store.transaction() as tx:
+        async with store.transaction(asked) as tx:
+            if (first := tx.replayed(SessionResult)) is not None:
+                return first
             merged = _merged(await tx.session_variables(sid), variables) if variables else None
             await tx.update_session(
                 sid, now, topic=cleaned or None, emotion=choice.emotion if reported else None, variables=merged
             )
             if cleaned == "":
                 await tx.set_topic(sid, None, now)  # an empty topic clears it
-        state = await store.session(sid)
-        assert state is not None
-        return SessionResult(session=state, emotion=choice.emotion, strategy=choice.strategy, detail=choice.reason)
+            state = await tx.session(sid)
+            assert state is not None
+            result = SessionResult(
+                session=state, emotion=choice.emotion, strategy=choice.strategy, detail=choice.reason
+            )
+            tx.answer(result)
+        return result
 
     async def view(self, session_id: str) -> SessionView:
         sid = validate.session_id(session_id)

@@ -13,6 +13,7 @@ from ..config.config import Config
 from ..runtime.namespaces import Spaces
 from ..transfer.importing import ImportSummary, import_text
 from .app import Ctx, state, tool_call
+from .memory_tools import RequestId
 
 __all__ = ["add_import_tools"]
 
@@ -41,9 +42,10 @@ def add_import_tools(server: MCPServer[Spaces], config: Config) -> None:
             Literal["auto", "json", "memory-jsonl", "mem0", "markdown"],
             Field(description="auto: guessed from the text."),
         ] = "auto",
+        request_id: RequestId = None,
     ) -> ImportSummary:
         async def progress(done: int, total: int) -> None:
             await ctx.report_progress(done, total, f"{done:,} of {total:,} items")
 
         chosen = None if format == "auto" else format
-        return await tool_call(import_text(state(ctx).store, data, chosen, progress=progress))
+        return await tool_call(import_text(state(ctx).store, data, chosen, progress=progress, request_id=request_id))

@@ -14,13 +14,22 @@ from ..config.config import Config
 from ..config.limits import MAX_CATEGORY_CHARS, MAX_ID_CHARS, MAX_KEY_CHARS, MAX_RECALL_HITS, MAX_SESSION_CHARS
 from ..memory import lifecycle
 from ..memory.change_ops import ApplyChangesResult, ChangeOp, apply_changes
+from ..memory.requests import MAX_REQUEST_ID_CHARS
 from ..models import ForgetResult, RestoreResult
 from ..runtime.namespaces import Spaces
 from . import views
 from .app import Ctx, client_name, state, tool_call
 from .views import CleanupView, ListView, RecallView, RememberView
 
-__all__ = ["add_memory_tools"]
+__all__ = ["RequestId", "add_memory_tools"]
+
+# Every write tool's optional request_id (memory/requests.py, store/ledger.py). Its schema is kept
+# to a bound and one short sentence (the whole tools/list is read by every model at every start);
+# the service checks its characters and says what is allowed.
+RequestId = Annotated[
+    str | None,
+    Field(max_length=MAX_REQUEST_ID_CHARS, description="Retried with it: applied once."),
+]
 
 
 def add_memory_tools(server: MCPServer[Spaces], config: Config) -> None:
@@ -75,6 +84,7 @@ def add_memory_tools(server: MCPServer[Spaces], config: Config) -> None:
         session_id: Annotated[
             str | None, Field(max_length=MAX_SESSION_CHARS, description="Conversation id, for working memory.")
         ] = None,
+        request_id: RequestId = None,
     ) -> RememberView:
         result = await tool_call(
             state(ctx).service.remember(
@@ -88,6 +98,7 @@ def add_memory_tools(server: MCPServer[Spaces], config: Config) -> None:
                 tier=tier,
                 session_id=session_id,
                 client=client_name(ctx),
+                request_id=request_id,
             )
         )
         return views.remember(result)
@@ -128,8 +139,9 @@ def add_memory_tools(server: MCPServer[Spaces], config: Config) -> None:
             list[Annotated[str, Field(max_length=MAX_ID_CHARS)]],
             Field(min_length=1, max_length=config.limits.max_batch, description="Memory ids, e.g. mem_12."),
         ],
+        request_id: RequestId = None,
     ) -> ForgetResult:
-        return await tool_call(state(ctx).service.forget(ids))
+        return await tool_call(state(ctx).service.forget(ids, request_id=request_id))
 
     @server.tool(
         name="list",
@@ -189,8 +201,10 @@ def add_memory_tools(server: MCPServer[Spaces], config: Config) -> None:
             Field(min_length=1, max_length=config.limits.max_batch, description="Operations, applied in order."),
             WithJsonSchema({"type": "array", "items": op_schema, "minItems": 1, "maxItems": config.limits.max_batch}),
         ],
+        request_id: RequestId = None,
     ) -> ApplyChangesResult:
-        return await tool_call(apply_changes(state(ctx).service, ops, client=client_name(ctx)))
+        service = state(ctx).service
+        return await tool_call(apply_changes(service, ops, client=client_name(ctx), request_id=request_id))
 
     @server.tool(
         description=(

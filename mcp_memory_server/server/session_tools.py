@@ -36,6 +36,7 @@ from .app import (
     state,
     tool_call,
 )
+from .memory_tools import RequestId
 from .views import ExtractView, TurnView
 from .views import extract as extract_view
 from .views import turn as turn_view
@@ -109,8 +110,8 @@ async def _extract(
 def add_session_tools(server: MCPServer[Spaces]) -> None:
     @server.tool(
         description=(
-            "Record a conversation turn (topic, the user's emotion, variables); returns the response strategy "
-            "for the emotion. recall with this session_id favours the topic."
+            "Record a conversation turn; returns the response strategy for the user's emotion. recall with this "
+            "session_id favours the topic."
         ),
         annotations=ToolAnnotations(
             title="Update session", read_only_hint=False, destructive_hint=False, idempotent_hint=False
@@ -121,7 +122,7 @@ def add_session_tools(server: MCPServer[Spaces]) -> None:
         session_id: Annotated[str, Field(min_length=1, max_length=MAX_SESSION_CHARS, description="Conversation id.")],
         topic: Annotated[
             str | None,
-            Field(max_length=MAX_TOPIC_CHARS, description="Topic in a few words; empty clears it."),
+            Field(max_length=MAX_TOPIC_CHARS, description="Topic; empty clears it."),
         ] = None,
         emotion: Annotated[Emotion | None, Field(description="The user's emotion in their last message.")] = None,
         variables: Annotated[
@@ -132,9 +133,12 @@ def add_session_tools(server: MCPServer[Spaces]) -> None:
                 description="Variables to set; a null value removes one.",
             ),
         ] = None,
+        request_id: RequestId = None,
     ) -> TurnView:
         result = await tool_call(
-            state(ctx).sessions.update(session_id, topic=topic, emotion=emotion, variables=variables)
+            state(ctx).sessions.update(
+                session_id, topic=topic, emotion=emotion, variables=variables, request_id=request_id
+            )
         )
         return turn_view(result)
 

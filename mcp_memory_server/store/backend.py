@@ -16,10 +16,17 @@ from .sqlite.schema import Migration
 if TYPE_CHECKING:
     from .statements import Statements
 
-__all__ = ["CHANGES_CHANNEL", "Backend", "Conn", "Cursor"]
+__all__ = ["CHANGES_CHANNEL", "Backend", "CommitUnknown", "Conn", "Cursor"]
 
 # What each commit changed, for the other processes on the same database (PostgreSQL's NOTIFY).
 CHANGES_CHANNEL = "mcp_memory_changes"
+
+
+class CommitUnknown(Exception):
+    """The connection was lost while COMMIT was in flight: sent, with no answer. The transaction
+    committed whole or not at all, and this connection cannot tell which (the store asks again on
+    another one, see `Store.transaction`). A failure before COMMIT was sent is the driver's own
+    error: that transaction was rolled back."""
 
 
 class Cursor(Protocol):
@@ -82,7 +89,8 @@ class Backend(Protocol):
         ...
 
     def write(self) -> AbstractAsyncContextManager[Conn]:
-        """A write transaction: committed when the block ends, rolled back when it raises."""
+        """A write transaction: committed when the block ends, rolled back when it raises.
+        CommitUnknown when the connection is lost while its COMMIT is in flight."""
         ...
 
     def snapshot(self) -> AbstractAsyncContextManager[Conn]:

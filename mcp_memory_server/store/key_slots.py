@@ -59,9 +59,11 @@ async def merge_key_slots(conn: Conn, sql: Statements, tx_for: Callable[[Conn, s
             archived += 1
     if merged or respelt:
         await conn.execute(sql.index_version_set, ("0",))  # rebuilt with the keys' new spelling at open
-    log.info(
-        "key slots: %d memories merged into the memory holding their slot, %d keys respelt, %d archived keys respelt",
-        merged,
-        respelt,
-        archived,
-    )
+    if merged or respelt or archived:
+        log.info(
+            "key slots: %d memories merged into the memory holding their slot, %d keys respelt, %d archived keys"
+            " respelt",
+            merged,
+            respelt,
+            archived,
+        )

@@ -159,6 +159,11 @@ class Statements:
     log_recent: str  # (namespace, limit)
     log_settle_abandoned: str  # (deep, at, namespace, before)
 
+    # ---- the request ledger (store/ledger.py) ---------------------------------------------------
+    request_find: str  # (namespace, request_id, since): tool, fingerprint, answer
+    request_record: str  # (namespace, request_id, tool, fingerprint, answer, created_at), over an expired row
+    request_prune: str  # (namespace, namespace, before, limit): expired rows, a batch
+
     # ---- shapes that depend on the call ----------------------------------------------------
 
     def array(self, values: Iterable[Any]) -> Any:

@@ -7,16 +7,18 @@ import asyncio
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import anyio
+from pydantic import BaseModel
 
-from ..models import Draft, Memory
+from ..models import Draft, Memory, SessionState
 from .backend import Conn
 from .changeset import Change, Noted
 from .draft_values import IndexFields, bulk_rows, draft_values, normalized
+from .ledger import Request
 from .profile_scrub import scrub
-from .rows import HistoryRow, iso, memory_row, scalar, scalars
+from .rows import HistoryRow, SessionRow, iso, memory_row, scalar, scalars
 from .statements import Statements
 
 __all__ = ["CoreLine", "IndexFields", "Tx"]
@@ -26,6 +28,7 @@ PROFILE_CATEGORIES = frozenset({"identity", "preference", "skill", "user_prefere
 _LOG_KEEP = 100_000  # changes kept in memory_changes, up to _PRUNE_EVERY more between prunes
 _PRUNE_EVERY = 100
 _BATCH = 1000  # rows per multi-row INSERT: 17 parameters a row stays well below SQLite's 32,766
+M = TypeVar("M", bound=BaseModel)
 
 
 class CoreLine(NamedTuple):
@@ -55,6 +58,22 @@ class Tx:
         self._ns = namespace
         self._index_fields = index_fields
         self._noted = Noted()
+        # A call that carries a request_id (see store/ledger.py): its first answer, when this is a
+        # retry; and the answer it gives now, kept in the ledger by this transaction.
+        self.request: Request | None = None
+        self.replay: str | None = None
+        self.answered: str | None = None
+
+    def replayed(self, model: type[M]) -> M | None:
+        """The first answer to this call's request_id when the call is a retry of one already
+        stored: the caller answers with it and writes nothing. None otherwise."""
+        return model.model_validate_json(self.replay) if self.replay is not None else None
+
+    def answer(self, result: BaseModel) -> None:
+        """The call's answer, for the request ledger to keep with the write; a call without a
+        request_id keeps none (nothing is serialised)."""
+        if self.request is not None:
+            self.answered = result.model_dump_json()
 
     @property
     def change(self) -> Change | None:
@@ -287,6 +306,10 @@ class Tx:
         variables (a JSON object, already merged) change when given."""
         await self.touch_session(session_id, moment)
         await self._conn.execute(self._sql.update_session, (topic, emotion, variables, self._ns, session_id))
+
+    async def session(self, session_id: str) -> SessionState | None:
+        rows = await self._conn.execute_fetchall(self._sql.session, (self._ns, session_id))
+        return next((SessionRow._make(r).state() for r in rows), None)
 
     async def session_variables(self, session_id: str) -> dict[str, Any]:
         variables = await scalar(self._conn, self._sql.session_variables, (self._ns, session_id))

@@ -27,6 +27,7 @@ nothing:
 from __future__ import annotations
 
 import gc
+import hashlib
 import re
 import threading
 import traceback
@@ -41,18 +42,21 @@ from pydantic import Field
 from ..config.config import Config
 from ..errors import InvalidInput, SecretRefused
 from ..memory import validate
+from ..memory.requests import request
 from ..models import Draft, Model
 from ..store import export_import
 from ..store.export_import import KeyHolder
+from ..store.ledger import Request
 from ..store.rows import iso, memory_id, utcnow
 from ..store.store import Store
+from ..store.tx import Tx
 from ..text.tokens import fingerprint, normalize
 from .foreign_formats import Item, detect, read_mem0, read_memory_jsonl
 from .json_format import Document, Record, read
 from .json_transfer import ImportReport as JsonReport
-from .json_transfer import add_records, import_document
+from .json_transfer import add_records, import_into
 from .limits import check_json_size, decode
-from .markdown import CheckedMarkdown, check_markdown, store_markdown
+from .markdown import CheckedMarkdown, check_markdown, markdown_into
 from .markdown import ImportReport as MarkdownReport
 
 __all__ = ["FORMATS", "ImportSummary", "Progress", "import_bytes", "import_text"]
@@ -102,11 +106,15 @@ async def import_text(
     *,
     progress: Progress | None = None,
     now: datetime | None = None,
+    request_id: str | None = None,
 ) -> ImportSummary:
-    """A file's text, in `file_format` or the one it looks like."""
+    """A file's text, in `file_format` or the one it looks like. With a `request_id`, a retry of
+    the same call answers as the first did and imports nothing."""
+    digest = hashlib.sha256(text.encode(errors="surrogatepass")).hexdigest()
+    asked = request("import_memories", request_id, {"data": digest, "format": file_format})
     now, config = now or utcnow(), store.config
     checked = await _off_loop(lambda: _checked(text, file_format, config, now))
-    return await _store(store, checked, progress, now)
+    return await _store(store, checked, progress, now, asked)
 
 
 @dataclass(frozen=True)
@@ -186,15 +194,25 @@ def _checked(text: str, file_format: str | None, config: Config, now: datetime) 
     return _Items(chosen, len(items) + skipped, drafts, refused, skipped)
 
 
-async def _store(store: Store, checked: _Checked, progress: Progress | None, now: datetime) -> ImportSummary:
-    if isinstance(checked, Document):
-        return json_summary(await import_document(store, checked, now=now, progress=progress))
-    if isinstance(checked, CheckedMarkdown):
-        report = await store_markdown(store, checked, now)
-        if progress is not None:
-            await progress(report.lines, report.lines)
-        return markdown_summary(report)
-    return await _store_items(store, checked, progress, now)
+async def _store(
+    store: Store, checked: _Checked, progress: Progress | None, now: datetime, asked: Request | None = None
+) -> ImportSummary:
+    """Store a checked file in one transaction, which also keeps the answer of a call with a
+    request_id (a retry of the same call gets it back, and nothing is imported twice)."""
+    async with store.transaction(asked) as tx:
+        if (first := tx.replayed(ImportSummary)) is not None:
+            return first
+        if isinstance(checked, Document):
+            summary = json_summary(await import_into(tx, checked, now, progress))
+        elif isinstance(checked, CheckedMarkdown):
+            report = await markdown_into(tx, checked, now)
+            if progress is not None:
+                await progress(report.lines, report.lines)
+            summary = markdown_summary(report)
+        else:
+            summary = await _items_into(tx, checked, progress, now)
+        tx.answer(summary)
+    return summary
 
 
 def _tags(tags: Sequence[str], config: Config) -> list[str]:
@@ -236,8 +254,8 @@ def _check(items: Sequence[Item], config: Config) -> tuple[list[tuple[Item, Draf
     return checked, refused
 
 
-async def _store_items(store: Store, checked: _Items, progress: Progress | None, now: datetime) -> ImportSummary:
-    """Store other tools' items in one transaction (see the module's docstring for the rules)."""
+async def _items_into(tx: Tx, checked: _Items, progress: Progress | None, now: datetime) -> ImportSummary:
+    """Store other tools' items in the caller's transaction (see the module's docstring for the rules)."""
     drafts = checked.drafts
     total = len(drafts)
     if progress is not None:
@@ -245,45 +263,44 @@ async def _store_items(store: Store, checked: _Items, progress: Progress | None,
     records: list[Record] = []
     updated: list[str] = []
     present = 0
-    async with store.transaction() as tx:
-        held = await export_import.held_hashes(tx, {d for _, _, d in drafts})
-        holders = await export_import.key_holders_in_full(
-            tx, {draft.key for _, draft, _ in drafts if draft.key is not None}
-        )
-        in_file = {d for _, _, d in drafts}
-        taken: set[str] = set()
-        for number, (item, draft, digest) in enumerate(drafts, 1):
-            if number % _CHECKPOINT_EVERY == 0:  # tens of ms of work: let other requests run between
-                await anyio.lowlevel.checkpoint()
-            if digest in held:
-                present += 1
+    held = await export_import.held_hashes(tx, {d for _, _, d in drafts})
+    holders = await export_import.key_holders_in_full(
+        tx, {draft.key for _, draft, _ in drafts if draft.key is not None}
+    )
+    in_file = {d for _, _, d in drafts}
+    taken: set[str] = set()
+    for number, (item, draft, digest) in enumerate(drafts, 1):
+        if number % _CHECKPOINT_EVERY == 0:  # tens of ms of work: let other requests run between
+            await anyio.lowlevel.checkpoint()
+        if digest in held:
+            present += 1
+            continue
+        held.add(digest)
+        key = draft.key
+        holder = holders.get(key) if key is not None and key not in taken else None
+        if holder is not None and not holder.archived and holder.content_hash not in in_file:
+            taken.add(holder.key)
+            if not _replaceable(holder, draft, item):
+                present += 1  # changed here since: the version here stays
                 continue
-            held.add(digest)
-            key = draft.key
-            holder = holders.get(key) if key is not None and key not in taken else None
-            if holder is not None and not holder.archived and holder.content_hash not in in_file:
-                taken.add(holder.key)
-                if not _replaceable(holder, draft, item):
-                    present += 1  # changed here since: the version here stays
-                    continue
-                updated.append((await tx.replace(holder.number, draft, digest, now, "imported")).id)
-                continue
-            if key is not None:
-                if key in taken or key in holders:  # the key stays with the memory holding it
-                    draft = draft.model_copy(update={"key": None})
-                taken.add(key)
-            records.append(_record(item, draft, digest, len(records) + 1, now))
-        if progress is not None and (present or updated):
-            await progress(present + len(updated), total)
-        done = present + len(updated)
+            updated.append((await tx.replace(holder.number, draft, digest, now, "imported")).id)
+            continue
+        if key is not None:
+            if key in taken or key in holders:  # the key stays with the memory holding it
+                draft = draft.model_copy(update={"key": None})
+            taken.add(key)
+        records.append(_record(item, draft, digest, len(records) + 1, now))
+    if progress is not None and (present or updated):
+        await progress(present + len(updated), total)
+    done = present + len(updated)
 
-        async def step(count: int) -> None:
-            nonlocal done
-            done += count
-            if progress is not None:
-                await progress(done, total)
+    async def step(count: int) -> None:
+        nonlocal done
+        done += count
+        if progress is not None:
+            await progress(done, total)
 
-        numbers = await add_records(tx, records, step)
+    numbers = await add_records(tx, records, step)
     created = [memory_id(n) for n in numbers]
     summary = ImportSummary(
         format=checked.file_format,

@@ -51,6 +51,7 @@ __all__ = [
     "export_json",
     "import_document",
     "import_file",
+    "import_into",
 ]
 
 Progress = Callable[[int, int], Awaitable[None]]  # (items done, items in all)
@@ -143,10 +144,11 @@ async def import_document(
 ) -> ImportReport:
     """Import a file already read and checked (portable_format.read) in one transaction."""
     async with store.transaction() as tx:
-        return await _import(tx, document, now or utcnow(), progress)
+        return await import_into(tx, document, now or utcnow(), progress)
 
 
-async def _import(tx: Tx, doc: Document, now: datetime, progress: Progress | None) -> ImportReport:
+async def import_into(tx: Tx, doc: Document, now: datetime, progress: Progress | None) -> ImportReport:
+    """`import_document`'s work, inside a transaction the caller holds."""
     records = doc.memories + doc.archived
     new = await _absent(tx, records)
     done = len(records) - len(new)

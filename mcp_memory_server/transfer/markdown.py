@@ -42,7 +42,7 @@ from ..memory import validate
 from ..models import Draft, Memory, Model
 from ..store.rows import parse_id, utcnow
 from ..store.store import Store
-from ..store.tx import CoreLine
+from ..store.tx import CoreLine, Tx
 from ..text.tokens import fingerprint
 from .limits import check_items, lines
 
@@ -57,6 +57,7 @@ __all__ = [
     "entries",
     "import_markdown",
     "language",
+    "markdown_into",
     "parse_markdown",
     "render",
     "render_full",
@@ -407,17 +408,22 @@ async def import_markdown(
 
 async def store_markdown(store: Store, checked: CheckedMarkdown, now: datetime) -> ImportReport:
     """Store the checked items not stored yet, in one transaction (see `import_markdown`)."""
+    async with store.transaction() as tx:
+        return await markdown_into(tx, checked, now)
+
+
+async def markdown_into(tx: Tx, checked: CheckedMarkdown, now: datetime) -> ImportReport:
+    """`store_markdown`'s work, inside a transaction the caller holds."""
     created: list[str] = []
     withheld = 0
-    async with store.transaction() as tx:
-        stored = await tx.hashes([digest for _, digest, _ in checked.drafts])
-        for draft, digest, written in checked.drafts:
-            if digest in stored:
-                continue
-            stored.add(digest)
-            memory = await tx.insert(draft, digest, now, created=written)
-            created.append(memory.id)
-            withheld += bool(draft.withheld)
+    stored = await tx.hashes([digest for _, digest, _ in checked.drafts])
+    for draft, digest, written in checked.drafts:
+        if digest in stored:
+            continue
+        stored.add(digest)
+        memory = await tx.insert(draft, digest, now, created=written)
+        created.append(memory.id)
+        withheld += bool(draft.withheld)
     return ImportReport(
         lines=checked.lines,
         created=created,

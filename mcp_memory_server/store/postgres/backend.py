@@ -36,7 +36,7 @@ else:
 
 from ...config.urls import redact_url
 from ...errors import StoreError
-from ..backend import CHANGES_CHANNEL, Conn
+from ..backend import CHANGES_CHANNEL, CommitUnknown, Conn
 from ..rows import iso, scalar
 from ..sqlite.schema import Migration
 from .schema import MIGRATIONS
@@ -102,6 +102,27 @@ class PgConn:
         """COMMIT or ROLLBACK, waited for even when the caller is cancelled."""
         with anyio.CancelScope(shield=True):
             await self._conn.execute(statement)
+
+    async def commit(self) -> None:
+        """COMMIT, waited for even when the caller is cancelled. A connection lost before it is
+        sent is the driver's error (the transaction never committed); lost with it in flight,
+        CommitUnknown: the server may have committed before the connection went (a restart's
+        "terminating connection" can come after the commit record is written)."""
+        if self._conn.closed:
+            raise psycopg.OperationalError("the connection to the database was lost before the commit")
+        try:
+            await self.run_unstoppable("COMMIT")
+        except psycopg.Error as exc:
+            if self._conn.closed or _connection_ended(exc):
+                raise CommitUnknown(str(exc).strip() or type(exc).__name__) from exc
+            raise  # the server answered: it refused the commit, and the transaction was rolled back
+
+
+def _connection_ended(exc: psycopg.Error) -> bool:
+    """An error that ends the connection rather than the statement: no SQLSTATE (the socket
+    failed), class 08 (connection exception) or 57P (the server shutting down or crashing)."""
+    state = exc.sqlstate
+    return state is None or state.startswith(("08", "57P"))
 
 
 def _arguments(parameters: Any) -> Sequence[Any] | Mapping[str, Any]:
@@ -174,8 +195,12 @@ class _Pools:
                 name="mcp-memory",
             )
             await pool.open(wait=True, timeout=10)
-            shared = self._open[url] = _Shared(pool)
-            shared.listening = asyncio.create_task(_listen(url, shared.hearers), name="mcp-memory-listen")
+            shared = self._open.get(url)
+            if shared is None:
+                shared = self._open[url] = _Shared(pool)
+                shared.listening = asyncio.create_task(_listen(url, shared.hearers), name="mcp-memory-listen")
+            else:  # another store of this URL opened one while this one waited: one pool per URL
+                await pool.close()
         shared.hearers.append(heard)
         return shared.pool
 
@@ -278,7 +303,7 @@ class PgBackend:
             except BaseException:
                 await conn.run_unstoppable("ROLLBACK")
                 raise
-            await conn.run_unstoppable("COMMIT")
+            await conn.commit()
 
     @asynccontextmanager
     async def snapshot(self) -> AsyncIterator[Conn]:

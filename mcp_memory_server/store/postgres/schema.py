@@ -232,6 +232,23 @@ MIGRATIONS: tuple[Migration, ...] = (
         ),
     ),
     (
+        10,
+        "the request ledger: writes retried with the same request_id",
+        (
+            # As on SQLite (see store/sqlite/schema.py), the answer as jsonb.
+            """CREATE TABLE write_requests (
+                namespace   TEXT NOT NULL,
+                request_id  TEXT NOT NULL,
+                tool        TEXT NOT NULL,
+                fingerprint TEXT NOT NULL,
+                answer      jsonb NOT NULL,
+                created_at  timestamptz NOT NULL,
+                PRIMARY KEY (namespace, request_id)
+            )""",
+            "CREATE INDEX write_requests_created ON write_requests (namespace, created_at)",
+        ),
+    ),
+    (
         11,
         "memory numbers counted per namespace",
         (

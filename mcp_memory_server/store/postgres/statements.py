@@ -314,6 +314,21 @@ class PgStatements(Statements):
         f" AND m.content_hash = v.content_hash WHERE {_M_NS} AND v.model = %s"
     )
 
+    request_find = (
+        "SELECT tool, fingerprint, answer FROM write_requests"
+        " WHERE namespace = %s AND request_id = %s AND created_at > %s"
+    )
+    request_record = (
+        "INSERT INTO write_requests (namespace, request_id, tool, fingerprint, answer, created_at)"
+        " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (namespace, request_id) DO UPDATE SET"
+        " tool = excluded.tool, fingerprint = excluded.fingerprint, answer = excluded.answer,"
+        " created_at = excluded.created_at"
+    )
+    request_prune = (
+        "DELETE FROM write_requests WHERE namespace = %s AND request_id IN (SELECT request_id"
+        " FROM write_requests WHERE namespace = %s AND created_at < %s LIMIT %s)"
+    )
+
     # Writers take turns (the advisory lock), so the namespace's largest number is the last one.
     log_insert = (
         "INSERT INTO extraction_log (number, namespace, digest, session_id, client, status, input, fast, deep,"

@@ -111,7 +111,15 @@ class SqliteBackend:
         except BaseException:
             await _unstoppable(conn, "ROLLBACK")
             raise
-        await _unstoppable(conn, "COMMIT")
+        # A local COMMIT either returns or raises; one that raised may leave the transaction open
+        # (SQLITE_BUSY): it is rolled back, so that the error's "rolled back" is the truth and the
+        # next BEGIN can start.
+        try:
+            await _unstoppable(conn, "COMMIT")
+        except sqlite3.Error:
+            if conn.in_transaction:
+                await _unstoppable(conn, "ROLLBACK")
+            raise
 
     @asynccontextmanager
     async def snapshot(self) -> AsyncIterator[Conn]:

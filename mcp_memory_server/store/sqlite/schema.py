@@ -226,6 +226,26 @@ MIGRATIONS: tuple[Migration, ...] = (
         ),
     ),
     (
+        10,
+        "the request ledger: writes retried with the same request_id",
+        (
+            # One row per write call that carried a client's request_id, written in the same
+            # transaction as the write (store/ledger.py): a retry finds it and gets `answer` back
+            # (the first answer, as JSON) instead of writing again. `fingerprint` is a digest of the
+            # call's arguments: the same id with other arguments is refused. Rows expire.
+            """CREATE TABLE write_requests (
+                namespace   TEXT NOT NULL,
+                request_id  TEXT NOT NULL,
+                tool        TEXT NOT NULL,
+                fingerprint TEXT NOT NULL,
+                answer      TEXT NOT NULL,
+                created_at  TEXT NOT NULL,
+                PRIMARY KEY (namespace, request_id)
+            )""",
+            "CREATE INDEX write_requests_created ON write_requests (namespace, created_at)",
+        ),
+    ),
+    (
         11,
         "memory numbers counted per namespace",
         (

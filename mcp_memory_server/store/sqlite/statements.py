@@ -319,6 +319,20 @@ class SqliteStatements(Statements):
         " AND m.content_hash = v.content_hash WHERE +m.namespace = ? AND v.model = ?"
     )
 
+    request_find = (
+        "SELECT tool, fingerprint, answer FROM write_requests WHERE namespace = ? AND request_id = ? AND created_at > ?"
+    )
+    request_record = (
+        "INSERT INTO write_requests (namespace, request_id, tool, fingerprint, answer, created_at)"
+        " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (namespace, request_id) DO UPDATE SET"
+        " tool = excluded.tool, fingerprint = excluded.fingerprint, answer = excluded.answer,"
+        " created_at = excluded.created_at"
+    )
+    request_prune = (
+        "DELETE FROM write_requests WHERE namespace = ? AND request_id IN (SELECT request_id"
+        " FROM write_requests WHERE namespace = ? AND created_at < ? LIMIT ?)"
+    )
+
     # Writers take turns (BEGIN IMMEDIATE), so the namespace's largest number is the last one.
     log_insert = (
         "INSERT INTO extraction_log (number, namespace, digest, session_id, client, status, input, fast, deep,"
