@@ -341,6 +341,13 @@ ARGUMENTS: Mapping[str, Strategy] = {
     "text": text(500, 501),
     "data": import_data,
     "format": weighted((9, st.sampled_from(FORMATS)), (1, st.sampled_from(("jsonl", "", "AUTO")))),
+    # A few ids used again and again (retries of the same call, and the same id for other calls),
+    # and ids at and over the bound or not visible ASCII.
+    "request_id": weighted(
+        (6, st.sampled_from(("r1", "r2", "req-2026-11-26-0001"))),
+        (1, st.sampled_from(("", " ", "x" * 100, "x" * 101, "同一个", "a b", "r1\n"))),
+        (1, hostile_text),
+    ),
 }
 EXTRA_NAMES = ("extra", "id", "contents", "__proto__", "", "query\x00", "limit ")
 

@@ -215,22 +215,26 @@ def _serve_raw(db: Path, cache_dir: Path, level: str) -> tuple[list[dict[str, An
         {"jsonrpc": "2.0", "id": 2, "method": "logging/setLevel", "params": {"level": "debug"}},
         {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "cleanup", "arguments": {}}},
     ]  # fmt: skip
-    proc = subprocess.Popen(
-        [command(), "--log-level", level],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=_env(db, cache_dir),
-    )
-    assert proc.stdin and proc.stdout
-    answers: list[dict[str, Any]] = []
-    for request in requests:
-        proc.stdin.write(json.dumps(request).encode() + b"\n")
-        proc.stdin.flush()
-        while "id" in request and not any(a.get("id") == request["id"] for a in answers):
-            answers.append(json.loads(proc.stdout.readline()))
-    _, errors = proc.communicate(timeout=60)
-    return answers, errors.decode()
+    # stderr goes to a file: at DEBUG a start-up logs more than a pipe holds (72 KB), and a pipe
+    # nobody reads until the end would stop the server mid-answer.
+    with (db.parent / f"{db.stem}.stderr").open("w+b") as stderr:
+        proc = subprocess.Popen(
+            [command(), "--log-level", level],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            env=_env(db, cache_dir),
+        )
+        assert proc.stdin and proc.stdout
+        answers: list[dict[str, Any]] = []
+        for request in requests:
+            proc.stdin.write(json.dumps(request).encode() + b"\n")
+            proc.stdin.flush()
+            while "id" in request and not any(a.get("id") == request["id"] for a in answers):
+                answers.append(json.loads(proc.stdout.readline()))
+        proc.communicate(timeout=60)
+        stderr.seek(0)
+        return answers, stderr.read().decode()
 
 
 @pytest.mark.parametrize("level", ["WARNING", "DEBUG"])
