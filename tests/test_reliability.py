@@ -12,12 +12,14 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import subprocess
 import sys
 import uuid
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -51,6 +53,22 @@ def _params(db: str, cache_dir: Path) -> StdioServerParameters:
     assert command, "the console script is installed next to the test interpreter"
     env = {**os.environ, "MCP_MEMORY_DB": db, "MCP_MEMORY_CACHE_DIR": str(cache_dir)}
     return StdioServerParameters(command=command, args=["--log-level", "WARNING"], env=env)
+
+
+def raw_server(db: str, cache_dir: Path, client: str) -> tuple[subprocess.Popen[bytes], list[dict[str, Any]]]:
+    """The installed server over raw stdio JSON-RPC (its stderr dropped), and the two lines that
+    open a session as `client`, for the caller to send with its own requests."""
+    params = _params(db, cache_dir)
+    proc = subprocess.Popen(
+        [params.command, *params.args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        env=params.env,
+    )  # fmt: skip
+    assert proc.stdin and proc.stdout
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": client, "version": "0"}}
+    return proc, [
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    ]
 
 
 def _content(writer: int, n: int) -> str:
@@ -153,26 +171,13 @@ def _crash_trials(db: str, cache_dir: Path, trials: int) -> tuple[list[str], int
     import json
     import random
     import signal
-    import subprocess
 
-    params = _params(db, cache_dir)
     rng = random.Random(7)
     acknowledged: list[str] = []
     answers = 0
     for trial in range(trials):
-        proc = subprocess.Popen(
-            [params.command, *params.args],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=params.env,
-        )
+        proc, lines = raw_server(db, cache_dir, "crash")
         assert proc.stdin and proc.stdout
-        hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "crash", "version": "0"}}
-        lines = [
-            {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello},
-            {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        ]
         contents = {n: _content(trial, n) for n in range(1, 41)}
         for n, content in contents.items():
             call = {"name": "remember", "arguments": {"content": content, "category": "note"}}

@@ -40,7 +40,7 @@ from mcp_memory_server.text import Segmenter
 
 from . import pg_server as pg_server_module
 from . import rawdb
-from .test_reliability import _params
+from .test_reliability import raw_server
 
 BOUND_S = 300  # the test's work: catches a hang, with room for a loaded machine
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(BOUND_S + 120)]
@@ -158,20 +158,8 @@ async def test_a_writer_retrying_through_postgresql_restarts_stores_each_memory_
 
 
 def _start(db: str, cache_dir: Path) -> subprocess.Popen[bytes]:
-    params = _params(db, cache_dir)
-    proc = subprocess.Popen(
-        [params.command, *params.args],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        env=params.env,
-    )
-    assert proc.stdin and proc.stdout
-    hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "retry", "version": "0"}}
-    _send(proc, [
-        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello},
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-    ])  # fmt: skip
+    proc, hello = raw_server(db, cache_dir, "retry")
+    _send(proc, hello)
     return proc
 
 

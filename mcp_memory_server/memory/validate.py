@@ -225,7 +225,9 @@ def screen(
         )
     left = len(_SUBSTANCE.findall(_PLACEHOLDER.sub("", screened.text)))
     refused = left < MIN_LEFT_CHARS
-    log.info("secrets withheld from %s to store (%s); %s", field, kinds, "nothing stored" if refused else "the rest kept")
+    log.info(
+        "secrets withheld from %s to store (%s); %s", field, kinds, "nothing stored" if refused else "the rest kept"
+    )
     if refused:
         raise SecretRefused(
             f"{where}{describe(screened.withheld)} What is left says nothing without them, so nothing was stored."
