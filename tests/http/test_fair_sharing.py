@@ -10,6 +10,7 @@ import contextlib
 import http.client
 import json
 import logging
+import os
 import random
 import resource
 import select
@@ -335,23 +336,26 @@ def _lines(path: Path) -> int:
 
 @pytest.mark.timeout(300)
 async def test_a_connection_flood_is_logged_in_a_few_lines(tmp_path: Path, cache_dir: Path) -> None:
-    # The server as it ran when it was attacked: 1,024 open files, which 1,030 sockets exhaust.
+    # The server as it ran when it was attacked had 1,024 open files, which 1,030 sockets exhaust;
+    # the suite uses 256 and 262 (FAIR_OPEN_FILES=1024 for the attack's own figures): the same
+    # exhaustion, in a quarter of the time.
+    files = int(os.environ.get("FAIR_OPEN_FILES", "256"))
     env = {
         "MCP_MEMORY_TOKENS": TOKENS,
         "MCP_MEMORY_HTTP_MAX_CONNECTIONS": "100",
         "MCP_MEMORY_HTTP_READ_TIMEOUT": "2",
     }
-    with _open_files_at_least(4096), _server(tmp_path, cache_dir, env, open_files=1024) as (served, proc):
+    with _open_files_at_least(4096), _server(tmp_path, cache_dir, env, open_files=files) as (served, proc):
         port = served.port
         await _bob_works(served.url, "之前 before")
         before = _lines(served.stderr)
         flood: list[socket.socket] = []
         try:
-            for _ in range(1030):
+            for _ in range(files + 6):
                 sock = socket.create_connection(("127.0.0.1", port), timeout=30)
                 sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
                 flood.append(sock)
-            for _ in range(500):  # and connections that leave at once
+            for _ in range(files // 2):  # and connections that leave at once
                 socket.create_connection(("127.0.0.1", port), timeout=30).close()
             try:
                 await anyio.to_thread.run_sync(lambda: _closed_by_server(flood, within=150))
