@@ -184,28 +184,28 @@ FREE_CALLS: dict[str, Call] = {
 }  # fmt: skip
 
 
-@pytest.mark.parametrize("how", WAYS)
+# Each test takes every way of writing in turn on one server: a server per way cost the suite
+# 0.2 s of set-up each, 181 times.
 @pytest.mark.parametrize("field", list(NAME_CALLS))
 async def test_a_name_holding_a_secret_is_refused_and_nothing_is_stored(
-    client: Client, config: Config, field: str, how: str
+    client: Client, config: Config, field: str
 ) -> None:
     which, call = NAME_CALLS[field]
-    unit, marker = obfuscated(NAMES[which], how)
-    await call(client, unit)
-    assert not leaks(marker, stored(config))
+    for how in WAYS:
+        unit, marker = obfuscated(NAMES[which], how)
+        await call(client, unit)
+        assert not leaks(marker, stored(config)), how
 
 
-@pytest.mark.parametrize("how", WAYS)
 @pytest.mark.parametrize("lang", list(FREE))
 @pytest.mark.parametrize("field", list(FREE_CALLS))
-async def test_free_text_keeps_everything_but_the_secret(
-    client: Client, config: Config, field: str, lang: str, how: str
-) -> None:
+async def test_free_text_keeps_everything_but_the_secret(client: Client, config: Config, field: str, lang: str) -> None:
     secret = FREE[lang]
-    unit, marker = obfuscated(secret, how)
-    answer = await FREE_CALLS[field](client, secret.text(unit))
-    assert not leaks(marker, json.dumps(answer, ensure_ascii=False))
-    assert not leaks(marker, stored(config))
+    for how in WAYS:
+        unit, marker = obfuscated(secret, how)
+        answer = await FREE_CALLS[field](client, secret.text(unit))
+        assert not leaks(marker, json.dumps(answer, ensure_ascii=False)), how
+        assert not leaks(marker, stored(config)), how
 
 
 async def test_a_memory_jsonl_entity_named_by_a_secret_is_left_out(client: Client, config: Config) -> None:
@@ -228,24 +228,24 @@ async def test_a_client_named_by_a_secret_stores_nothing(config: Config, segment
     assert GITHUB not in stored(config)
 
 
-@pytest.mark.parametrize("how", WAYS)
 @pytest.mark.parametrize("lang", list(FREE))
-async def test_the_extraction_log_keeps_no_secret(client: Client, config: Config, lang: str, how: str) -> None:
+async def test_the_extraction_log_keeps_no_secret(client: Client, config: Config, lang: str) -> None:
     """The secret sits across the preview's cut (300 characters): screened before the cut, no part of
     it is kept, in the log resource as in the database."""
     secret = FREE[lang]
-    unit, marker = obfuscated(secret, how)
     lead = ("我喜欢喝乌龙茶，周末常去爬山。" if lang == "zh" else "I like oolong tea and hiking. ") * 20
-    sentence = secret.text(unit)
-    before = sentence.index(marker[:8]) + 1  # the secret starts at character 280, and a cut at 300 splits it
-    message = lead[: 280 - before] + " " + sentence + " 记住这一点 remember this."
-    assert message.index(marker[:8]) == 280
-    result = await client.call_tool("extract", {"user_message": message, "session_id": "chat-1"})
-    assert not result.is_error, result.content
-    log = (await client.read_resource("memory://extraction-log")).contents[0].text  # type: ignore[union-attr]
-    assert "[withheld:" in log
-    assert not leaks(marker, log)
-    assert not leaks(marker, stored(config))
+    for how in WAYS:
+        unit, marker = obfuscated(secret, how)
+        sentence = secret.text(unit)
+        before = sentence.index(marker[:8]) + 1  # the secret starts at character 280, and a cut at 300 splits it
+        message = lead[: 280 - before] + " " + sentence + " 记住这一点 remember this."
+        assert message.index(marker[:8]) == 280
+        result = await client.call_tool("extract", {"user_message": message, "session_id": f"chat-{how}"})
+        assert not result.is_error, result.content
+        log = (await client.read_resource("memory://extraction-log")).contents[0].text  # type: ignore[union-attr]
+        assert "[withheld:" in log
+        assert not leaks(marker, log), how
+        assert not leaks(marker, stored(config)), how
 
 
 @pytest.mark.parametrize(
