@@ -198,8 +198,9 @@ def add_memory_tools(server: MCPServer[Spaces], config: Config) -> None:
         ctx: Ctx,
         ops: Annotated[
             list[dict[str, Any]],
-            Field(min_length=1, max_length=config.limits.max_batch, description="Operations, applied in order."),
-            WithJsonSchema({"type": "array", "items": op_schema, "minItems": 1, "maxItems": config.limits.max_batch}),
+            # [] is what the detect prompt asks a model to answer when nothing changed: applied, as nothing.
+            Field(max_length=config.limits.max_batch, description="Operations, applied in order."),
+            WithJsonSchema({"type": "array", "items": op_schema, "maxItems": config.limits.max_batch}),
         ],
         request_id: RequestId = None,
     ) -> ApplyChangesResult:

@@ -259,3 +259,13 @@ async def test_instructions_say_when_to_recall_and_remember(
 ) -> None:
     instructions = build_server(config, segmenter).instructions or ""
     assert "recall" in instructions and "Remember without being asked" in instructions
+
+
+async def test_apply_changes_with_no_operations_applies_nothing(client: Client, config: Config) -> None:
+    """`[]` is the detect prompt's answer when nothing changed (seed 000): applied as nothing, not an error."""
+    home = "我住在杭州 I live in Hangzhou"
+    stored = await call(client, "remember", content=home, key="user.city", category="identity")
+    answer = await call(client, "apply_changes", ops=[])
+    assert answer["applied"] == [] and answer["detail"] == "Applied: no operations."
+    listed = await call(client, "list")
+    assert [(m["id"], m["content"]) for m in listed["items"]] == [(stored["id"], home)]
