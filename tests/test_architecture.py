@@ -59,7 +59,7 @@ OWNERS = {
     "mcp": {"server"},
     "mcp_types": {"server"},
     "starlette": {"http"},
-    "uvicorn": {"server/transports.py"},
+    "uvicorn": {"server/transports.py", "server/read_deadlines.py"},
     "aiosqlite": {"store/sqlite"},
     "sqlite3": {"store/sqlite"},
     "psycopg": {"store/postgres"},

@@ -6,7 +6,7 @@ traceback, for every connection still queued, round after round (1,030 half-open
 143,139 such errors in 20 seconds), and the database and every other file the server needs can no
 longer be opened either. Here connections are accepted only while fewer than the cap are open:
 the others wait in the kernel's listen queue, as they would for a busy server, and are taken as
-open ones close (the read deadlines close the idle and stalled ones; server/transports.py). At
+open ones close (the read deadlines close the idle and stalled ones; read_deadlines.py). At
 start the soft open-file limit is raised to the hard one, and the cap leaves half of it to the
 database, the model files and the logs.
 """
