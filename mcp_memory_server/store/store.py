@@ -10,24 +10,25 @@ import logging
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, NamedTuple
 
 import anyio
 
 from ..config.config import Config
-from ..errors import StoreError, WriteOutcomeUnknown
+from ..errors import StoreError
 from ..models import Memory, SessionState, Stats
 from ..text.keyword_query import KeywordQuery
 from ..text.segmenter import Segmenter
 from ..text.tokens import INDEX_VERSION, index_text, like_pattern
-from . import key_slots, ledger
+from . import key_slots
 from .access_counts import Accesses
 from .backend import Backend, CommitUnknown, Conn
 from .changeset import Change, decode, encode, tell
 from .ledger import Request
 from .live_index import LiveIndex
 from .live_vectors import LiveVectors
+from .request_ops import RequestOps
 from .rows import ORDER_COLUMNS, Candidate, MemoryRow, Page, SessionRow, iso, memory_row, scalar, utcnow
 from .sqlite.backend import SqliteBackend
 from .tx import Tx
@@ -37,9 +38,6 @@ __all__ = ["QueryEncoder", "Store"]
 
 log = logging.getLogger(__name__)
 _NO_LOCK = contextlib.nullcontext()
-# How long a write whose commit's connection was lost keeps asking the database whether it took
-# effect (the server restarting) before it answers "outcome unknown".
-_SETTLE_SECONDS = 30.0
 
 
 def _backend(config: Config) -> Backend:
@@ -50,7 +48,7 @@ def _backend(config: Config) -> Backend:
     return SqliteBackend(config.db_path, config.busy_timeout_ms)
 
 
-class Store(VectorOps):
+class Store(VectorOps, RequestOps):
     """The memories of one namespace, in the configured database (an SQLite file by default, or
     PostgreSQL). Open with `async with Store(config, segmenter) as store`."""
 
@@ -167,86 +165,6 @@ class Store(VectorOps):
                 raise StoreError(f"the write failed and was rolled back: {exc}") from exc
         if (change := tx.change) is not None:
             tell(self.on_change, change)
-
-    def _requests_since(self) -> str:
-        """Ledger rows written before this have expired."""
-        return iso(utcnow() - timedelta(hours=self.config.lifecycle.request_id_hours))
-
-    async def _request_begins(self, tx: Tx, request: Request) -> None:
-        tx.request = request
-        stored = await ledger.find(tx._conn, self._sql, self.namespace, request.request_id, self._requests_since())
-        if stored is not None:
-            if not stored.answers(request):
-                raise request.refuse(stored)
-            tx.replay = stored.answer
-
-    async def _request_ends(self, tx: Tx, request: Request) -> None:
-        if tx.replay is not None:
-            if tx.change is not None:
-                raise RuntimeError(f"a retry of request {request.request_id!r} wrote again")
-            return
-        if tx.answered is None:
-            raise RuntimeError(f"the call with request_id {request.request_id!r} gave the ledger no answer")
-        await ledger.record(tx._conn, self._sql, self.namespace, request, tx.answered, iso(utcnow()))
-
-    async def _settle_lost_commit(self, tx: Tx, request: Request | None, lost: CommitUnknown) -> None:
-        """Returns when the lost commit took effect; raises otherwise (see `transaction`)."""
-        if request is None:
-            raise WriteOutcomeUnknown(
-                f"outcome unknown: the connection to the database was lost while the write was being committed "
-                f"({lost}); the write may or may not have been stored. Check (recall or list) before writing it "
-                "again, or give writes a request_id: a retry with the same request_id is always safe."
-            ) from lost
-        if tx.replay is not None:
-            return  # a retry that wrote nothing: its answer stands whatever became of the commit
-        stored = await self._read_ledger_again(request, lost)
-        if stored is None:
-            raise StoreError(
-                f"the write failed and was rolled back: the connection to the database was lost before its "
-                f"commit took effect ({lost}); nothing was stored, and a retry is safe."
-            ) from lost
-        assert tx.answered is not None
-        if not stored.answers(request) or json.loads(stored.answer) != json.loads(tx.answered):
-            # Another call with this request_id stored its write since: this one's was rolled back.
-            raise StoreError(
-                f"the write failed and was rolled back (the connection to the database was lost); another call "
-                f"with request_id {request.request_id!r} has been stored since: retry to get its answer."
-            ) from lost
-        log.warning("a commit whose connection was lost took effect (request_id %r)", request.request_id)
-
-    async def _read_ledger_again(self, request: Request, lost: CommitUnknown) -> ledger.Stored | None:
-        """The request's ledger row, read on a new connection after a lost commit, inside a write
-        transaction: it waits for the writers' lock, which the lost connection's transaction held
-        until it ended (committed or not) on the server. WriteOutcomeUnknown when the database
-        cannot be reached for _SETTLE_SECONDS (a restart that takes longer)."""
-        deadline = anyio.current_time() + _SETTLE_SECONDS
-        delay = 0.1
-        failures: tuple[type[Exception], ...] = (*self._db.errors, CommitUnknown, StoreError)
-        while True:
-            try:
-                async with self._db.write() as conn:
-                    return await ledger.find(
-                        conn, self._sql, self.namespace, request.request_id, self._requests_since()
-                    )
-            except failures as again:
-                if anyio.current_time() + delay > deadline:
-                    raise WriteOutcomeUnknown(
-                        f"outcome unknown: the connection to the database was lost while the write was being "
-                        f"committed ({lost}), and the database could not be asked since ({again}); the write may "
-                        "or may not have been stored; retry with the same request_id to be safe."
-                    ) from lost
-                await anyio.sleep(delay)
-                delay = min(delay * 2, 2.0)
-
-    async def prune_requests(self) -> int:
-        """Delete the expired rows of the request ledger, a batch per transaction; how many went."""
-        pruned = 0
-        while True:
-            async with self.transaction() as tx:
-                count = await ledger.prune(tx._conn, self._sql, self.namespace, self._requests_since())
-            pruned += count
-            if count < ledger.PRUNE_BATCH:
-                return pruned
 
     @asynccontextmanager
     async def snapshot(self) -> AsyncIterator[Tx]:
