@@ -7,9 +7,12 @@ whichever worker comes first."""
 
 from __future__ import annotations
 
+import asyncio
 import fcntl
 import os
+import shutil
 from collections.abc import AsyncIterator, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import NoReturn
 
@@ -78,6 +81,7 @@ def segmenter(cache_dir: Path) -> Segmenter:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "sqlite_only: a test of SQLite itself, not run on PostgreSQL")
+    config.addinivalue_line("markers", "fresh_database: `config` names a database with no schema at all")
     # pytest-xdist registers it too; named here so --strict-markers holds with the plugin off (-p no:xdist).
     config.addinivalue_line("markers", "xdist_group(name): tests that pytest-xdist runs on one worker")
 
@@ -113,12 +117,50 @@ def backend(request: pytest.FixtureRequest) -> str:
     return str(getattr(request, "param", "sqlite"))
 
 
+def _migrate(config: Config, segmenter: Segmenter) -> None:
+    """Open and close a store on `config`'s database, which applies every migration. In a thread
+    of its own: a session fixture can be set up while a test's event loop runs."""
+
+    async def opened() -> None:
+        async with Store(config, segmenter):
+            pass
+
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, opened()).result()
+
+
+@pytest.fixture(scope="session")
+def migrated_sqlite(tmp_path_factory: pytest.TempPathFactory, cache_dir: Path, segmenter: Segmenter) -> Path:
+    """An SQLite file with every migration applied and nothing in it, which the `config` fixture
+    copies for each test (about 50 ms of migrations saved per test)."""
+    path = tmp_path_factory.mktemp("migrated") / "memory.db"
+    _migrate(Config.from_env({}, db_path=path, cache_dir=cache_dir), segmenter)
+    return path
+
+
+@pytest.fixture(scope="session")
+def pg_migrated(pg_server: pg_server_module.PgServer, cache_dir: Path, segmenter: Segmenter) -> str:
+    """The name of a database of the cluster with every migration applied and nothing in it: the
+    template of each test's database in `config` (about 0.5 s of migrations saved per test)."""
+    name = "migrated_template"
+    pg_server.create(name)
+    _migrate(Config.from_env({}, db_path=pg_server.url(name), cache_dir=cache_dir), segmenter)
+    return name
+
+
 @pytest.fixture
 def config(tmp_path: Path, cache_dir: Path, backend: str, request: pytest.FixtureRequest) -> Config:
-    if backend == "postgresql":  # a fresh database of the session's PostgreSQL cluster
-        url = request.getfixturevalue("pg_db")
+    """The database of one test: a copy of an empty database with every migration applied (as a
+    server finds it after its first start), or, for a test marked `fresh_database` (one that
+    builds an older schema itself), a database with nothing in it at all."""
+    fresh = request.node.get_closest_marker("fresh_database") is not None
+    if backend == "postgresql":  # a database of its own in the session's PostgreSQL cluster
+        url = request.getfixturevalue("pg_db" if fresh else "pg_migrated_db")
         return Config.from_env({}, db_path=url, cache_dir=cache_dir)
-    return Config.from_env({}, db_path=tmp_path / "memory.db", cache_dir=cache_dir)
+    path = tmp_path / "memory.db"
+    if not fresh:
+        shutil.copyfile(request.getfixturevalue("migrated_sqlite"), path)
+    return Config.from_env({}, db_path=path, cache_dir=cache_dir)
 
 
 @pytest.fixture
@@ -166,4 +208,11 @@ def pg_db(pg_server: pg_server_module.PgServer) -> Iterator[str]:
     """A fresh empty database of the process's cluster for one test (CREATE DATABASE ... TEMPLATE
     template0), dropped afterwards; its URL."""
     with pg_server.database() as url:
+        yield url
+
+
+@pytest.fixture
+def pg_migrated_db(pg_server: pg_server_module.PgServer, pg_migrated: str) -> Iterator[str]:
+    """A database for one test copied from the migrated template, dropped afterwards; its URL."""
+    with pg_server.database(template=pg_migrated) as url:
         yield url

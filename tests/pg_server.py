@@ -160,13 +160,19 @@ class PgServer:
             self.stopped = True
             self.stop_seconds = time.perf_counter() - began
 
+    def create(self, name: str, template: str = "template0") -> None:
+        """CREATE DATABASE `name` as a copy of `template` (which nobody may be connected to)."""
+        with psycopg.connect(self.url("postgres"), autocommit=True) as conn:
+            conn.execute(
+                sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name), sql.Identifier(template))
+            )
+
     @contextlib.contextmanager
-    def database(self) -> Iterator[str]:
-        """A new empty database (CREATE DATABASE ... TEMPLATE template0) for one test; its URL.
+    def database(self, template: str = "template0") -> Iterator[str]:
+        """A new database for one test, a copy of `template` (by default empty); its URL.
         Dropped afterwards, with any connection still open to it (WITH (FORCE))."""
         name = f"test_{uuid.uuid4().hex[:12]}"
-        with psycopg.connect(self.url("postgres"), autocommit=True) as conn:
-            conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE template0").format(sql.Identifier(name)))
+        self.create(name, template)
         try:
             yield self.url(name)
         finally:

@@ -169,6 +169,7 @@ def test_digest_equals_the_fingerprint() -> None:
         assert draft_rows.digest(text, normalize(text)) == fingerprint(text), repr(text)
 
 
+@pytest.mark.fresh_database  # the schema of the release before migration 3, built here
 async def test_migration_upgrades_an_existing_database(
     config: Config, segmenter: Segmenter, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -20,7 +20,7 @@ from mcp_memory_server.text.tokens import fingerprint
 
 from .. import rawdb
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.fresh_database]  # each builds an older schema itself
 BACKENDS = ("sqlite", "postgresql")
 
 NUMBERED = 11  # the migration that counts ids per namespace
