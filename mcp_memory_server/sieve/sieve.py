@@ -187,7 +187,7 @@ class Sieve:
             )
             for s in kept
         ]
-        stored = [i for i in items if i.id]
+        stored = [i for i in items if i.decision in ("store", "working")]
         detail = (
             f"{len(items)} high-signal sentence(s), {len(stored)} written."
             if items
