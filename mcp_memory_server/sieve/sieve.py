@@ -10,6 +10,10 @@ back when it carries a secret.
 So that a failing or vanished model loses nothing, `begin` writes the fast channel's memories and
 a low-importance note keeping the exchange *before* the model answers; `finish` replaces the
 note with the model's memories, or leaves it as the fallback. Each run is logged (`logbook`).
+
+The user's requests about the memory itself come first (`intents`): "forget X" forgets the stored
+memories that say X and is never stored; "don't remember this (topic)" keeps the sentences and the
+model's memories under it out of the store, and out of the note and the log's previews.
 """
 
 from __future__ import annotations
@@ -18,7 +22,6 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -36,13 +39,18 @@ from ..store.extraction_log import ChannelReport, ExtractedItem, ValueParts
 from ..store.rows import parse_id, utcnow
 from ..text.redaction import describe
 from ..text.screening import PERSONAL_KINDS, screen_text
-from .signals import detect_signals, forced_instruction, is_small_talk
-from .value import evaluate
+from .intents import COVER_SHARE, MATCH_SHARE, WITHHELD, Intents, contained, detect_intents
+from .signals import detect_signals, forced_instruction, is_small_talk, split_sentences
+from .value import Nearby, ValueScore, evaluate
 
 __all__ = ["ExtractResult", "Prepared", "Sieve", "parse_answer"]
 
 _PREVIEW = 300
 _NOTE_PART = 400
+# At this share of the candidate already said by one stored memory, the model's item is that memory:
+# it is reported as already stored, not written again (as a working copy in another category).
+_SAME = 0.99
+_FORGET_CANDIDATES = 10
 # The closing fence is tried from the start of a run of blanks (or right at the fence), not again
 # from each blank in the run.
 _FENCE = re.compile(r"^\s*```(?:json)?\s*|(?:(?<!\s)\s*|(?=```))```\s*$", re.IGNORECASE)
@@ -158,7 +166,9 @@ class Sieve:
         # Names the log keeps as given: refused whole when they hold a secret, before anything is written.
         validate.screen_name(session_id, "session_id", personal)
         validate.screen_name(client, "client", personal)
-        signals = detect_signals(user_message)
+        intents = detect_intents(user_message)
+        forgotten = [await self._forget(target) for target in (f.target for f in intents.forget)]
+        signals = detect_signals(intents.kept_message() if intents.excluded else user_message)
         # As many as the deep channel takes from the model: one message cannot fill the store (a
         # 20,000-character message of preferences once wrote 919 memories in one call).
         most = self.service.config.limits.max_extract_items
@@ -177,12 +187,17 @@ class Sieve:
             )
             for s in kept
         ]
-        stored = [i for i in items if i.id]
+        stored = [i for i in items if i.decision in ("store", "working")]
         detail = (
             f"{len(items)} high-signal sentence(s), {len(stored)} written."
             if items
             else "No high-signal sentence in the user's message."
         )
+        if request := _request_detail(intents):
+            detail = f"{request} {detail}"
+        items = [item for pair in forgotten for item in pair[0]] + items
+        if forgotten:
+            detail = " ".join(text for _, text in forgotten) + " " + detail
         if over > 0:
             detail += (
                 f" {over} more were not considered: at most {most} per call (MCP_MEMORY_MAX_EXTRACT), in the"
@@ -196,8 +211,11 @@ class Sieve:
         # Each message screened whole, once, before anything cuts it (a secret a cut split would no
         # longer match and keep most of its characters), and before the write lock is taken: no
         # other writer waits on redaction. The fallback note and the log's previews are cut from it.
-        screened = (screen_text(user_message, personal).text, screen_text(assistant_message, personal).text)
-        note = await self._note(*screened, session_id, client) if deep else None
+        shown = (intents.shown_message(), _shown(intents, assistant_message)) if intents.any else None
+        user_kept, assistant_kept = shown or (user_message, assistant_message)
+        screened = (screen_text(user_kept, personal).text, screen_text(assistant_kept, personal).text)
+        # Off the record: nothing of the exchange is kept, not even the note that waits for the model.
+        note = await self._note(*screened, session_id, client) if deep and not intents.off_record else None
         pending = ChannelReport(outcome="pending", detail="Waiting for the client's model.", items=[])
         previews = (screened[0][:_PREVIEW], screened[1][:_PREVIEW])
         async with self.service.store.transaction() as tx:
@@ -267,8 +285,9 @@ class Sieve:
             except ValueError as exc:
                 failure = f"The model's answer was unusable: {exc}."
             else:
-                items = [await self._deep_item(raw, prepared) for raw in raw_items]
-                written = sum(1 for i in items if i.id)
+                intents = detect_intents(prepared.user_message)
+                items = [await self._deep_item(raw, prepared, intents) for raw in raw_items]
+                written = sum(1 for i in items if i.decision in ("store", "working"))
                 deep = ChannelReport(
                     outcome="extracted" if raw_items else "empty",
                     detail=f"The model proposed {len(raw_items)} memories; {written} written to working memory."
@@ -305,11 +324,25 @@ class Sieve:
             detail=" ".join(p for p in parts if p),
         )
 
-    async def _deep_item(self, raw: dict[str, Any], prepared: Prepared) -> ExtractedItem:
+    async def _deep_item(self, raw: dict[str, Any], prepared: Prepared, intents: Intents) -> ExtractedItem:
         content = raw.get("content")
         category = raw.get("category", "fact")
         importance = raw.get("importance", 0.5)
         source = raw.get("source", "both")
+        why = intents.withheld(content) if intents.any and isinstance(content, str) else None
+        if why is not None:
+            return ExtractedItem(  # what the user asked not to keep is not kept in the log either
+                content=WITHHELD,
+                category=self._logged(str(category))[:40],
+                importance=0.0,
+                source=self._logged(str(source))[:20],
+                pattern=None,
+                value=None,
+                decision="skip",
+                id=None,
+                action=None,
+                reason=f"Not stored: {why}.",
+            )
         valid = (
             isinstance(content, str)
             and content.strip()
@@ -349,6 +382,7 @@ class Sieve:
             pattern=None,
             forced=False,
             deep=True,
+            exclude=prepared.note,
         )
 
     # ---- scoring and writing one item -----------------------------------------------------------
@@ -365,6 +399,7 @@ class Sieve:
         pattern: str | None,
         forced: bool,
         deep: bool,
+        exclude: str | None = None,
     ) -> ExtractedItem:
         personal = self.service.config.limits.personal_numbers
         screened = screen_text(content, personal)
@@ -390,7 +425,8 @@ class Sieve:
         secrets = [k for k in screened.withheld if k not in PERSONAL_KINDS]
         if secrets or (personal == "refuse" and screened.personal):
             return item("refused", describe(screened.withheld) + " Not stored.")
-        existing = await self._similar(content)
+        # This run's own note is the exchange itself: against it, every item of the model would be old news.
+        existing = await self._similar(content, exclude)
         try:  # one item the model got wrong (an unknown source, say) is refused, not the whole run
             score = evaluate(
                 content, category=category, importance=importance, source=source, existing=existing, forced=forced
@@ -398,8 +434,11 @@ class Sieve:
         except InvalidInput as exc:
             return item("refused", f"Not stored: {exc}")
         parts = _parts(score)
+        nearest = existing[score.nearest] if score.nearest is not None else None
+        if deep and nearest is not None and score.redundancy >= _SAME:
+            return item("skip", f"Already stored: {_name(nearest)} says this.", parts, _Matched(nearest.id))
         if score.decision == "skip":
-            return item("skip", f"Value {score.total:.1f} is below 5: not worth keeping.", parts)
+            return item("skip", _skipped(score, nearest), parts)
         tier = "working" if deep or score.decision == "working" else "core"
         try:
             written = await self.service.remember(
@@ -415,7 +454,9 @@ class Sieve:
         except MemoryServerError as exc:
             return item("refused", f"Not stored: {exc}", parts)
         decision = "working" if tier == "working" else "store"
-        why = "forced by the user's instruction" if forced else f"value {score.total:.1f}"
+        if written.action in ("merged", "unchanged"):
+            return item(decision, f"Already stored as {written.id} ({written.action}).", parts, written)
+        why = "forced by the user's instruction" if forced else _why(score, nearest)
         where = "this session's working memory" if tier == "working" else "core memory"
         return item(decision, f"Written to {where} ({why}).", parts, written)
 
@@ -423,14 +464,121 @@ class Sieve:
         """A short text of a model's item as the extraction log keeps it."""
         return screen_text(text, self.service.config.limits.personal_numbers).text
 
-    async def _similar(self, content: str) -> Sequence[str]:
-        """The stored memories closest to `content`, for the novelty score."""
+    async def _similar(self, content: str, exclude: str | None = None) -> list[Nearby]:
+        """The stored memories closest to `content` (but `exclude`), for the novelty score, each
+        saying whether it is high-value (importance >= 0.8 or core memory)."""
         try:
-            found = await self.service.recall(query=content[:500], limit=5, track_access=False)
+            found = await self.service.recall(query=content[:500], limit=6, track_access=False)
         except InvalidInput:
             return []
-        return [hit.content for hit in found.hits]
+        hits = [hit for hit in found.hits if hit.id != exclude][:5]
+        async with self.service.store.reading() as tx:
+            tiers = {}
+            for hit in hits:
+                seq = parse_id(hit.id)
+                memory = await tx.get(seq) if seq is not None else None
+                tiers[hit.id] = memory.tier if memory is not None else None
+        return [Nearby.of(h.content, importance=h.importance, core=tiers[h.id] == "core", id=h.id) for h in hits]
+
+    async def _forget(self, target: str) -> tuple[list[ExtractedItem], str]:
+        """Forget the stored memories that say `target` (what the user asked to forget): those that
+        hold at least MATCH_SHARE of it and that it accounts for at least COVER_SHARE of. Nothing
+        else is guessed at: a memory that says more than that is named, not forgotten. The items
+        report it without the words, which the log must not keep."""
+        try:
+            found = await self.service.recall(query=target[:500], limit=_FORGET_CANDIDATES, track_access=False)
+        except InvalidInput:
+            found = None
+        hits = found.hits if found is not None else []
+        matched = [
+            h.id
+            for h in hits
+            if contained(target, h.content) >= MATCH_SHARE and contained(h.content, target) >= COVER_SHARE
+        ]
+        partial = [h.id for h in hits if h.id not in matched and contained(target, h.content) >= MATCH_SHARE]
+
+        def report(reason: str, memory: str | None) -> ExtractedItem:
+            return ExtractedItem(
+                content=WITHHELD,
+                category="forget",
+                importance=0.0,
+                source="user",
+                pattern="forget",
+                value=None,
+                decision="skip",
+                id=memory,
+                action="forgotten" if memory else None,
+                reason=reason,
+            )
+
+        deleted = (await self.service.forget(matched)).deleted if matched else []
+        also = (
+            f" {', '.join(partial)} also mention{'s' if len(partial) == 1 else ''} it among other things:"
+            " forget by id if meant."
+            if partial
+            else ""
+        )
+        if not deleted:
+            detail = f"Asked to forget something no stored memory says closely enough: nothing was forgotten.{also}"
+            return [report(detail, None)], detail
+        detail = f"Forgot {', '.join(deleted)} at the user's request.{also}"
+        reason = "Forgotten at the user's request; the request itself is not a memory."
+        return [report(reason, memory) for memory in deleted], detail
 
     async def log(self, limit: int = 100) -> list[extraction_log.LogEntry]:
         async with self.service.store.reading() as tx:
             return await extraction_log.recent(tx, limit)
+
+
+@dataclass(frozen=True)
+class _Matched:
+    """A stored memory an item turned out to be (reported as its id, nothing written)."""
+
+    id: str | None
+    action: str | None = None
+
+
+def _name(nearest: Nearby) -> str:
+    return nearest.id or "a stored memory"
+
+
+def _skipped(score: ValueScore, nearest: Nearby | None) -> str:
+    """Why an item is skipped, in the terms of the decision actually taken (`value.decide`)."""
+    if score.duplicate and nearest is not None:
+        return (
+            f"Not stored: {_name(nearest)} already says this (similarity {score.redundancy:.2f}); value "
+            f"{score.total:.1f} counts one band lower for a near-duplicate."
+        )
+    lowered = f", lowered by 1 next to the high-value {_name(nearest)}" if score.related and nearest else ""
+    return f"Value {score.total:.1f} is below {score.working_threshold:g}{lowered}: not worth keeping."
+
+
+def _why(score: ValueScore, nearest: Nearby | None) -> str:
+    if score.duplicate and nearest is not None:
+        return f"value {score.total:.1f}, one band lower: {_name(nearest)} already says most of it"
+    if score.related and nearest is not None:
+        band = score.store_threshold if score.decision == "store" else score.working_threshold
+        return f"value {score.total:.1f}, at least {band:g} next to the high-value {_name(nearest)}"
+    return f"value {score.total:.1f}"
+
+
+def _request_detail(intents: Intents) -> str:
+    if intents.off_record:
+        return "The user asked not to keep this exchange: nothing of it is stored."
+    if intents.topics:
+        left_out = len(intents.excluded) - len(intents.forget)
+        return f"{left_out} sentence(s) left out: the user asked not to remember a topic."
+    return ""
+
+
+def _shown(intents: Intents, assistant_message: str) -> str:
+    """The assistant's message as the note and the log keep it: off the record, nothing of it;
+    otherwise its sentences on what the user asked to forget or not to keep are left out."""
+    if intents.off_record:
+        return WITHHELD
+    shown: list[str] = []
+    for sentence in split_sentences(assistant_message):
+        kept = sentence if intents.withheld(sentence) is None else WITHHELD
+        if kept != WITHHELD or not shown or shown[-1] != WITHHELD:
+            shown.append(kept)
+    return " ".join(shown)

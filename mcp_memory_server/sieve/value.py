@@ -10,6 +10,13 @@ anything new (novelty 10 -> 4.0) from the user (credibility 8 -> 2.4) with impor
 7.4, so small talk would be stored and nothing would ever be skipped. Divided, the weighted part is
 a weighted mean on its dimensions' own 0-10 scale and the thresholds mean what the design says:
 >= 7 high value, 5-7 medium, < 5 low. A forced instruction adds 3 and always stores.
+
+Two adjustments of the bands come from the design's "boundary checks". A near-duplicate of a stored
+memory drops one band (it says what is already there). A candidate strongly related to a high-value
+stored memory (importance >= 0.8, or core memory) has both thresholds lowered by `RELATED_DISCOUNT`
+(1 point: store at 6, working at 4): being related costs it novelty, 0.4·10·similarity/2.2 ≈ 0.9
+points at the middle of the related range, and the design asks for the opposite, that detail around
+what matters most be kept more readily.
 """
 
 from __future__ import annotations
@@ -28,11 +35,14 @@ from ..text.tokens import is_cjk, normalize, similarity
 __all__ = [
     "DUPLICATE_SIMILARITY",
     "FORCED_BONUS",
+    "RELATED_DISCOUNT",
+    "RELATED_SIMILARITY",
     "STORE_THRESHOLD",
     "WEIGHTS",
     "WEIGHT_SUM",
     "WORKING_THRESHOLD",
     "Decision",
+    "Nearby",
     "ValueScore",
     "decide",
     "evaluate",
@@ -50,6 +60,26 @@ WORKING_THRESHOLD = 5.0  # 5-7 medium value, keep as working memory; below, skip
 # Config.duplicate_threshold's default: at this similarity to a stored memory (or this share of the
 # candidate found inside one) the candidate is the same memory, which the store merges, not adds.
 DUPLICATE_SIMILARITY = 0.85
+# From this similarity to a stored memory (up to the duplicate threshold) a candidate is "strongly
+# related" to it: about a third of its bigrams are found there (我在阿里巴巴做后端 / 我在阿里巴巴的团队用Go).
+RELATED_SIMILARITY = 0.3
+# Points off both thresholds for a candidate strongly related to a high-value memory (module docstring).
+RELATED_DISCOUNT = 1.0
+HIGH_VALUE_IMPORTANCE = 0.8
+
+
+@dataclass(frozen=True)
+class Nearby:
+    """A stored memory to compare a candidate with: its text, whether it is high-value (importance
+    >= 0.8 or core memory) and its id, which the decision's reason names."""
+
+    content: str
+    high_value: bool = False
+    id: str | None = None
+
+    @classmethod
+    def of(cls, content: str, *, importance: float, core: bool, id: str | None = None) -> Nearby:
+        return cls(content, importance >= HIGH_VALUE_IMPORTANCE or core, id)
 
 
 @dataclass(frozen=True)
@@ -65,6 +95,20 @@ class ValueScore:
     timeliness: float
     total: float
     decision: Decision
+    # What the decision rests on besides the total: the closest stored memory (an index into
+    # `existing`), how much of the candidate it already says, and the two band adjustments.
+    redundancy: float = 0.0
+    nearest: int | None = None
+    duplicate: bool = False
+    related: bool = False
+
+    @property
+    def working_threshold(self) -> float:
+        return WORKING_THRESHOLD - RELATED_DISCOUNT * self.related
+
+    @property
+    def store_threshold(self) -> float:
+        return STORE_THRESHOLD - RELATED_DISCOUNT * self.related
 
     @classmethod
     def from_dimensions(
@@ -78,6 +122,9 @@ class ValueScore:
         granularity: float,
         timeliness: float,
         duplicate: bool = False,
+        related: bool = False,
+        redundancy: float = 0.0,
+        nearest: int | None = None,
     ) -> ValueScore:
         """Combine given dimensions with the module's formula; each is rounded to 2 places first so
         the total shown is the total decided on."""
@@ -104,20 +151,27 @@ class ValueScore:
             granularity=dims["granularity"],
             timeliness=dims["timeliness"],
             total=total,
-            decision=decide(total, forced=forced, duplicate=duplicate),
+            decision=decide(total, forced=forced, duplicate=duplicate, related=related),
+            redundancy=round(redundancy, 2),
+            nearest=nearest,
+            duplicate=duplicate,
+            related=related,
         )
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def decide(total: float, *, forced: bool, duplicate: bool = False) -> Decision:
+def decide(total: float, *, forced: bool, duplicate: bool = False, related: bool = False) -> Decision:
     """The value bands. Forced always stores. A near-duplicate of a stored memory drops one band:
     what it says is already there, so it is worth less than its score (store -> working,
-    working -> skip)."""
+    working -> skip). A candidate strongly related to a high-value memory has both thresholds
+    `RELATED_DISCOUNT` lower."""
     if forced:
         return "store"
-    band: Decision = "store" if total >= STORE_THRESHOLD else "working" if total >= WORKING_THRESHOLD else "skip"
+    discount = RELATED_DISCOUNT if related else 0.0
+    store, working = STORE_THRESHOLD - discount, WORKING_THRESHOLD - discount
+    band: Decision = "store" if total >= store else "working" if total >= working else "skip"
     if duplicate:
         band = "working" if band == "store" else "skip"
     return band
@@ -129,7 +183,7 @@ def evaluate(
     category: str,
     importance: float,
     source: str,
-    existing: Sequence[str] = (),
+    existing: Sequence[str | Nearby] = (),
     forced: bool = False,
     profile_domains: Sequence[str] = (),
     duplicate_threshold: float = DUPLICATE_SIMILARITY,
@@ -150,14 +204,20 @@ def evaluate(
     - timeliness: by category (who someone is outlasts what they do today), -3 for 今天/right now,
       -1.5 for 目前/currently, +1 for 一直/always.
 
-    A candidate at least `duplicate_threshold` redundant drops one band (see `decide`).
+    A candidate at least `duplicate_threshold` redundant drops one band; one whose closest stored
+    memory is high-value (a `Nearby` saying so) and at least `RELATED_SIMILARITY` redundant has both
+    thresholds lowered (see `decide`).
     """
     text = content.strip()
     if not text:
         raise InvalidInput("content is empty; there is nothing to evaluate.")
     weight = validate.unit(importance, "importance")
     origin = validate.source(source)
-    redundancy = max((_redundancy(text, other) for other in existing if other.strip()), default=0.0)
+    stored = [other if isinstance(other, Nearby) else Nearby(other) for other in existing]
+    scored = [(_redundancy(text, other.content), i) for i, other in enumerate(stored) if other.content.strip()]
+    redundancy, nearest = max(scored, key=lambda pair: pair[0], default=(0.0, None))
+    duplicate = redundancy >= duplicate_threshold
+    related = nearest is not None and stored[nearest].high_value and not duplicate and redundancy >= RELATED_SIMILARITY
     transient = _count(_TRANSIENT, text) > 0 and category != "todo"
     return ValueScore.from_dimensions(
         forced=forced,
@@ -167,7 +227,10 @@ def evaluate(
         credibility=_credibility(text, origin),
         granularity=_granularity(text),
         timeliness=_timeliness(text, category, transient),
-        duplicate=redundancy >= duplicate_threshold,
+        duplicate=duplicate,
+        related=related,
+        redundancy=redundancy,
+        nearest=nearest if redundancy > 0 else None,
     )
 
 

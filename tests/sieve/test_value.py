@@ -8,10 +8,13 @@ import pytest
 from mcp_memory_server.errors import InvalidInput
 from mcp_memory_server.sieve.value import (
     FORCED_BONUS,
+    RELATED_DISCOUNT,
+    RELATED_SIMILARITY,
     STORE_THRESHOLD,
     WEIGHT_SUM,
     WEIGHTS,
     WORKING_THRESHOLD,
+    Nearby,
     ValueScore,
     decide,
     evaluate,
@@ -208,8 +211,49 @@ def test_as_dict() -> None:
         "timeliness",
         "total",
         "decision",
+        "redundancy",
+        "nearest",
+        "duplicate",
+        "related",
     }
     assert data["total"] == result.total and data["decision"] == "store"
+
+
+# --- seed 002: "strongly related to a high-value memory: the threshold may be lowered" -----------
+
+
+@pytest.mark.parametrize(
+    ("total", "related", "decision"),
+    [(6.0, True, "store"), (6.0, False, "working"), (4.0, True, "working"), (4.0, False, "skip"), (3.99, True, "skip")],
+)
+def test_decide_lowers_both_thresholds_next_to_a_high_value_memory(total: float, related: bool, decision: str) -> None:
+    assert RELATED_DISCOUNT == 1.0
+    assert decide(total, forced=False, related=related) == decision
+
+
+@pytest.mark.parametrize(
+    ("anchor", "candidate"),
+    [
+        ("我在阿里巴巴做后端工程师，负责支付系统", "阿里巴巴的支付系统这周在做压测"),
+        ("I work at Alibaba as a backend engineer on the payment system", "Load test of the Alibaba payment system"),
+        ("我在阿里巴巴做 backend，负责 payment 系统", "阿里巴巴的 payment 系统这周压测"),
+    ],
+)
+def test_a_candidate_near_a_high_value_memory_is_judged_with_the_lower_threshold(anchor: str, candidate: str) -> None:
+    def judged(*existing: str | Nearby) -> ValueScore:
+        return evaluate(candidate, category="event", importance=0.4, source="assistant", existing=existing)
+
+    plain = judged(Nearby(anchor, high_value=False, id="mem_1"))
+    high = judged("unrelated text", Nearby.of(anchor, importance=0.5, core=True))
+    assert plain.total == high.total and 4 <= plain.total < 5
+    assert RELATED_SIMILARITY <= high.redundancy < 0.85 and high.nearest == 1
+    assert (plain.related, plain.decision) == (False, "skip")
+    assert (high.related, high.decision, high.working_threshold, high.store_threshold) == (True, "working", 4, 6)
+    # importance >= 0.8 is high value too; an unrelated or duplicate high-value memory lowers nothing
+    assert Nearby.of(anchor, importance=0.8, core=False).high_value
+    far = judged(Nearby("我每天早上跑步五公里 / I run 5k every morning", True))
+    same = judged(Nearby(candidate, True))
+    assert not far.related and not same.related and same.duplicate
 
 
 # --- calibration bands -------------------------------------------------------------------------

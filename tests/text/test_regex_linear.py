@@ -25,7 +25,7 @@ from mcp_memory_server.config import Config
 from mcp_memory_server.errors import InvalidInput
 from mcp_memory_server.memory import validate
 from mcp_memory_server.server import build_server
-from mcp_memory_server.sieve import signals, value
+from mcp_memory_server.sieve import intents, signals, value
 from mcp_memory_server.sieve.sieve import parse_answer
 from mcp_memory_server.text import Segmenter, obfuscation, screening, tokens
 from mcp_memory_server.text import redaction as redact
@@ -153,6 +153,10 @@ ENTRY_POINTS: dict[str, Callable[[str], object]] = {
     "screen": answered(validate.screen),
     "detect_signals": signals.detect_signals,
     "is_small_talk": lambda text: signals.is_small_talk(text, ""),
+    "detect_intents": intents.detect_intents,
+    "intents_withheld": lambda text: intents.detect_intents("不要记住关于我的健康的事。forget that I " + text).withheld(
+        text
+    ),
     "evaluate": lambda text: value.evaluate(text, category="fact", importance=0.5, source="user", existing=[text]),
     "parse_answer": answered(parse_answer),
     "parse_markdown": render.parse_markdown,
