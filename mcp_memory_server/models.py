@@ -48,7 +48,7 @@ Source = Literal["user", "assistant", "both", "system", "manual", "inferred"]
 Stage = Literal["keyword", "hybrid", "like", "none"]
 RememberAction = Literal["created", "updated", "merged", "unchanged"]
 OrderBy = Literal["updated", "created", "importance", "accessed"]
-CleanupRule = Literal["unused", "low_importance", "duplicate"]
+CleanupRule = Literal["unused", "low_importance", "low_confidence", "duplicate"]
 KeepRule = Literal["important", "frequently_used", "recent", "core_category", "manual"]
 
 KNOWN_CATEGORIES: tuple[str, ...] = (
@@ -352,7 +352,8 @@ class CleanupCandidate(Model):
     last_accessed: datetime
     rules: list[CleanupRule] = Field(
         description="Every rule that selects it. unused: accessed fewer than 2 times and not for 30 days; "
-        "low_importance: importance below 0.5 and not accessed for 90 days; duplicate: another memory of "
+        "low_importance: importance below 0.5 and not accessed for 90 days; low_confidence: confidence below "
+        "0.3 and not accessed for 30 days; duplicate: another memory of "
         "the same category has the same content and stays (defaults; thresholds are configurable)."
     )
     duplicate_of: str | None = Field(description="For a duplicate, the id of the copy that stays; otherwise null.")

@@ -289,6 +289,10 @@ class Lifecycle(Settings):
     # Rule "low_importance": importance below `cleanup_low_importance`, not accessed for this long.
     cleanup_stale_days: Positive = 90.0
     cleanup_low_importance: Unit = 0.5
+    # Rule "low_confidence" (seed 003: memories of too low confidence are cleared automatically):
+    # confidence below `cleanup_low_confidence`, not accessed for `cleanup_unsure_days`.
+    cleanup_low_confidence: Unit = 0.3
+    cleanup_unsure_days: Positive = 30.0
     # Keep rules: whatever a rule selects stays when it matches one of these (or its source is manual).
     keep_importance: Unit = 0.8
     keep_accesses: Annotated[int, Field(ge=0)] = 10

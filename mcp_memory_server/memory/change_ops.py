@@ -16,14 +16,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from ..config.config import Config
 from ..config.limits import MAX_CATEGORY_CHARS, MAX_KEY_CHARS
 from ..errors import InvalidInput, SecretRefused
 from ..models import Draft, Memory, Model, RememberAction
-from ..store.rows import parse_id, utcnow
+from ..store import archive
+from ..store.rows import iso, parse_id, utcnow
 from ..store.tx import Tx
 from ..text.redaction import describe
 from ..text.screening import screen_text
-from . import validate
+from . import lifecycle, validate
 from .requests import request
 from .service import MemoryService, same_value
 
@@ -75,7 +77,7 @@ class ChangeOp(BaseModel):
         return self
 
 
-ChangeAction = Literal["created", "updated", "merged", "unchanged", "deleted"]
+ChangeAction = Literal["created", "updated", "merged", "unchanged", "deleted", "kept"]
 
 
 class ChangeOutcome(Model):
@@ -84,6 +86,9 @@ class ChangeOutcome(Model):
     action: ChangeAction
     id: str = Field(description="Id of the memory created, changed, matched or deleted.")
     withheld: list[str] = Field(default_factory=list, description="Kinds of secrets taken out of the payload.")
+    reason: str | None = Field(
+        default=None, description="Why a del was refused (action kept): the keep rule that protects the memory."
+    )
 
 
 class ApplyChangesResult(Model):
@@ -176,6 +181,8 @@ async def apply_changes(
         else:
             validate.category(op.category)  # a malformed category is an input error, not a mismatch
     now = now or utcnow()
+    if any(op.action == "del" for op in parsed):
+        await service.store.flush()  # accesses recorded but not yet written decide the keep rule "frequently used"
     outcomes: list[ChangeOutcome] = []
     async with service.store.transaction(asked) as tx:
         if (first := tx.replayed(ApplyChangesResult)) is not None:
@@ -183,7 +190,7 @@ async def apply_changes(
         for i, op in enumerate(parsed, 1):
             target, by_id = await _resolve(tx, op.key)
             if op.action == "del":
-                outcomes.append(await _delete(tx, op, i, target))
+                outcomes.append(await _delete(tx, op, i, target, service.config, now))
                 continue
             draft, digest, near_match = drafts[i]
             # An id that names no memory (deleted meanwhile): the payload becomes a new memory with
@@ -196,16 +203,53 @@ async def apply_changes(
 
 
 def _result(outcomes: list[ChangeOutcome], ignored: set[str]) -> ApplyChangesResult:
-    counts = {a: sum(o.action == a for o in outcomes) for a in ("created", "updated", "merged", "unchanged", "deleted")}
+    counts = {
+        a: sum(o.action == a for o in outcomes)
+        for a in ("created", "updated", "merged", "unchanged", "deleted", "kept")
+    }
     summary = ", ".join(f"{n} {a}" for a, n in counts.items() if n) or "no operations"
     note = f" Ignored program-managed fields: {', '.join(sorted(ignored))}." if ignored else ""
+    for o in outcomes:
+        if o.action == "kept":
+            note += f" op {o.op} (del {_cut(o.key, 60)}) was refused: {o.reason}"
     withheld = [kind for o in outcomes for kind in o.withheld]
     if withheld:
         note += " " + describe(withheld)
     return ApplyChangesResult(applied=outcomes, ignored_fields=sorted(ignored), detail=f"Applied: {summary}.{note}")
 
 
-async def _delete(tx: Tx, op: ChangeOp, position: int, target: Memory | None) -> ChangeOutcome:
+def _protected(target: Memory, config: Config, now: datetime) -> str | None:
+    """Why a model may not delete this memory: the keep rule protecting it, in words; None when
+    no rule does. Seed 000 leaves these rules to the program, whatever the model answers."""
+    rule = lifecycle.keep_rule(
+        config,
+        lifecycle.recent_since(config, now),
+        importance=target.importance,
+        access_count=target.access_count,
+        created_at=iso(target.created_at),
+        category=target.category,
+        source=target.source,
+    )
+    if rule is None:
+        return None
+    settings = config.lifecycle
+    why = {
+        "important": f"its importance is {target.importance * 10:g} of 10 "
+        f"(kept at {settings.keep_importance * 10:g} or more)",
+        "frequently_used": f"it was used {target.access_count} times (kept at {settings.keep_accesses} or more)",
+        "recent": f"it was created less than {settings.keep_recent_days:g} days ago",
+        "core_category": f"its category {target.category!r} is a core category",
+        "manual": "it was written by hand (source manual)",
+    }[rule]
+    return (
+        f"keep rule {rule!r}: {why}, so it is not deleted. To change it, add with its key; "
+        "the user can delete it with forget."
+    )
+
+
+async def _delete(
+    tx: Tx, op: ChangeOp, position: int, target: Memory | None, config: Config, now: datetime
+) -> ChangeOutcome:
     if target is None:
         raise InvalidInput(f"op {position} (del {op.key}): no memory has this key or id. Nothing was applied.")
     category = validate.category(op.category)
@@ -214,6 +258,9 @@ async def _delete(tx: Tx, op: ChangeOp, position: int, target: Memory | None) ->
             f"op {position} (del {op.key}): the category given, {category!r}, is not the memory's "
             f"category {target.category!r}; check that this is the memory meant. Nothing was applied."
         )
+    reason = _protected(target, config, now)
+    if reason is not None:  # the other operations still apply: a refused del is an answer, not an error
+        return ChangeOutcome(op=position, key=op.key, action="kept", id=target.id, reason=reason)
     seq = parse_id(target.id)
     assert seq is not None
     await tx.delete([seq])
@@ -239,6 +286,7 @@ async def _add(
     seq = parse_id(target.id)
     assert seq is not None
     if same_value(target, replacement):
+        await archive.count_use(tx, seq, iso(now))  # an add on an existing memory is a use of it
         return "unchanged", target.id
     await tx.replace(seq, replacement, digest, now, "updated")
     return "updated", target.id

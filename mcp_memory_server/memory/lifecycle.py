@@ -1,7 +1,7 @@
 """The memory lifecycle (SPEC 5: cleanup and its keep rules; the working memory of sessions).
 
-- `cleanup` selects memories by its rules (rarely used, unimportant and stale, duplicate
-  copies), lets the keep rules save what they cover, and archives the rest: never a deletion,
+- `cleanup` selects memories by its rules (rarely used, unimportant and stale, low confidence and
+  stale, duplicate copies), lets the keep rules save what they cover, and archives the rest: never a deletion,
   and a dry run only reports.
 - `restore` brings archived memories back under their old ids, history included.
 - `expire_sessions` ends sessions idle for too long: their working memories that proved important
@@ -35,7 +35,7 @@ from ..store.rows import iso, memory_id, parse_id, utcnow
 from ..store.store import Store
 from . import validate
 
-__all__ = ["cleanup", "expire_sessions", "maintain", "restore"]
+__all__ = ["cleanup", "expire_sessions", "keep_rule", "maintain", "recent_since", "restore"]
 
 log = logging.getLogger(__name__)
 
@@ -44,19 +44,47 @@ _LISTED = 100  # candidates listed in a cleanup result by default (all of them a
 _ABANDONED = timedelta(hours=1)  # a sieve run still waiting for the client's model after this is closed
 
 
-def _keep_rule(row: CleanupRow, config: Config, recent_since: str) -> KeepRule | None:
-    """The first keep rule that saves a selected memory, if any."""
-    if row.importance >= config.lifecycle.keep_importance:
+def keep_rule(
+    config: Config,
+    recent_since: str,
+    *,
+    importance: float,
+    access_count: int,
+    created_at: str,
+    category: str,
+    source: str,
+) -> KeepRule | None:
+    """The first keep rule that protects a memory, if any: cleanup never archives it, and a
+    model's `del` (apply_changes) never deletes it. `created_at` and `recent_since` are ISO 8601
+    UTC text, which compares in time order."""
+    if importance >= config.lifecycle.keep_importance:
         return "important"
-    if row.access_count >= config.lifecycle.keep_accesses:
+    if access_count >= config.lifecycle.keep_accesses:
         return "frequently_used"
-    if row.created_at >= recent_since:
+    if created_at >= recent_since:
         return "recent"
-    if row.category in config.lifecycle.keep_categories:
+    if category in config.lifecycle.keep_categories:
         return "core_category"
-    if row.source == "manual":
+    if source == "manual":
         return "manual"
     return None
+
+
+def recent_since(config: Config, now: datetime) -> str:
+    """The creation time from which a memory is kept as recent (`keep_recent_days` before `now`)."""
+    return iso(now - timedelta(days=config.lifecycle.keep_recent_days))
+
+
+def _keep_rule(row: CleanupRow, config: Config, recent_since: str) -> KeepRule | None:
+    return keep_rule(
+        config,
+        recent_since,
+        importance=row.importance,
+        access_count=row.access_count,
+        created_at=row.created_at,
+        category=row.category,
+        source=row.source,
+    )
 
 
 def _rules(row: CleanupRow) -> list[CleanupRule]:
@@ -65,6 +93,8 @@ def _rules(row: CleanupRow) -> list[CleanupRule]:
         rules.append("unused")
     if row.low_importance:
         rules.append("low_importance")
+    if row.low_confidence:
+        rules.append("low_confidence")
     if row.duplicate_of is not None:
         rules.append("duplicate")
     return rules
@@ -133,11 +163,13 @@ async def cleanup(
             unused_accesses=config.lifecycle.cleanup_unused_accesses,
             stale_before=iso(now - timedelta(days=config.lifecycle.cleanup_stale_days)),
             low_importance=config.lifecycle.cleanup_low_importance,
+            unsure_before=iso(now - timedelta(days=config.lifecycle.cleanup_unsure_days)),
+            low_confidence=config.lifecycle.cleanup_low_confidence,
         )
-        recent_since = iso(now - timedelta(days=config.lifecycle.keep_recent_days))
+        recent = recent_since(config, now)
         chosen: list[CleanupRow] = []
         for row in rows:
-            rule = _keep_rule(row, config, recent_since)
+            rule = _keep_rule(row, config, recent)
             if rule is None:
                 chosen.append(row)
             else:
@@ -145,7 +177,7 @@ async def cleanup(
         going = {row.number for row in chosen}
         # A copy selected only as a duplicate stays while the copy it duplicates is going itself:
         # the content must not leave with every copy (the next run picks among the remaining ones).
-        chosen = [r for r in chosen if r.unused or r.low_importance or r.duplicate_of not in going]
+        chosen = [r for r in chosen if r.unused or r.low_importance or r.low_confidence or r.duplicate_of not in going]
         moved = 0
         if not dry_run and chosen:
             moved = len(await archive.archive(tx, {r.seq: _reason(r) for r in chosen}, iso(now)))

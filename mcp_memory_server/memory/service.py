@@ -13,7 +13,8 @@ from typing import Any
 from ..config.config import Config
 from ..errors import InvalidInput, NotFound, StoreError
 from ..models import Draft, ForgetResult, ListResult, Memory, OrderBy, RecallResult, RememberResult, Stats
-from ..store.rows import memory_id, parse_id, utcnow
+from ..store import archive
+from ..store.rows import iso, memory_id, parse_id, utcnow
 from ..store.store import Store
 from ..store.tx import Tx
 from ..text.provisional import near_duplicate_query
@@ -200,6 +201,8 @@ class MemoryService:
                 seq = parse_id(existing.id)
                 assert seq is not None
                 if same_value(existing, draft):
+                    # Still a use of the memory: the value came up again (seed 000's trigger).
+                    await archive.count_use(tx, seq, iso(now))
                     return RememberResult(
                         id=existing.id,
                         action="unchanged",
@@ -220,15 +223,16 @@ class MemoryService:
         twin = next((m for m in await tx.by_hash(draft.category, digest) if compatible(m)), None)
         if twin is not None:
             merged = _merge(twin, draft.model_copy(update={"content": twin.content}))
+            seq = parse_id(twin.id)
+            assert seq is not None
             if same_value(twin, merged):
+                await archive.count_use(tx, seq, iso(now))
                 return RememberResult(
                     id=twin.id,
                     action="unchanged",
                     memory=twin,
                     detail=f"{twin.id} already holds this memory; nothing was changed.",
                 )
-            seq = parse_id(twin.id)
-            assert seq is not None
             memory = await tx.replace(seq, merged, digest, now, "merged")
             return RememberResult(
                 id=memory.id,

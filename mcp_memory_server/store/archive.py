@@ -21,6 +21,7 @@ __all__ = [
     "archive",
     "archived",
     "cleanup_rows",
+    "count_use",
     "end_session",
     "idle_sessions",
     "key_holders",
@@ -59,6 +60,7 @@ class CleanupRow(NamedTuple):
     last_accessed: str
     unused: bool
     low_importance: bool
+    low_confidence: bool
     duplicate_of: int | None  # the number of the copy of the same content that stays
 
 
@@ -144,16 +146,31 @@ async def key_holders(tx: Tx, keys: Sequence[str]) -> dict[str, int]:
     return dict(rows)  # key -> number
 
 
+async def count_use(tx: Tx, number: int, at: str) -> None:
+    """One use of the live memory `number` at `at` (ISO 8601): a write that found its value
+    already there (the original format's `add` on an existing key is a trigger whatever it
+    changes), so cleanup does not take it for an unused memory."""
+    await tx._conn.execute(tx._sql.touch_number, (at, tx.namespace, number))
+
+
 async def live_count(tx: Tx) -> int:
     return int(await scalar(tx._conn, tx._sql.live_count, (tx.namespace,)))
 
 
 async def cleanup_rows(
-    tx: Tx, *, unused_before: str, unused_accesses: int, stale_before: str, low_importance: float
+    tx: Tx,
+    *,
+    unused_before: str,
+    unused_accesses: int,
+    stale_before: str,
+    low_importance: float,
+    unsure_before: str,
+    low_confidence: float,
 ) -> list[CleanupRow]:
     """Live memories selected by a cleanup rule, oldest access first: unused (fewer accesses than
     `unused_accesses`, none since `unused_before`), low importance (below `low_importance`, no
-    access since `stale_before`), or a copy of another memory's content in the same category.
+    access since `stale_before`), low confidence (below `low_confidence`, no access since
+    `unsure_before`), or a copy of another memory's content in the same category.
 
     Of each set of copies, the one that stays is the most important (then the most accessed, one
     holding a key, the newest); copies holding a key are never selected, as clients refer to the
@@ -166,11 +183,15 @@ async def cleanup_rows(
             "unused_before": unused_before,
             "low": low_importance,
             "stale_before": stale_before,
+            "unsure": low_confidence,
+            "unsure_before": unsure_before,
         },
     )
-    # SQLite gives the two rules' results as 0 or 1, PostgreSQL as booleans.
+    # SQLite gives the rules' results as 0 or 1, PostgreSQL as booleans.
     return [
-        row._replace(unused=bool(row.unused), low_importance=bool(row.low_importance))
+        row._replace(
+            unused=bool(row.unused), low_importance=bool(row.low_importance), low_confidence=bool(row.low_confidence)
+        )
         for row in map(CleanupRow._make, rows)
     ]
 

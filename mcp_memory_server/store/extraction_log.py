@@ -9,20 +9,26 @@ memory it became.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from pydantic import Field
 
 from ..models import Model
+from .backend import Conn
 from .rows import iso, memory_id, scalar
-from .tx import Tx
+from .statements import Statements
+
+if TYPE_CHECKING:  # the transaction deletes through `forget` below: a module-level import would be circular
+    from .tx import Tx
 
 __all__ = [
     "ChannelReport",
     "ExtractedItem",
     "LogEntry",
     "ValueParts",
+    "forget",
     "insert",
     "pending",
     "recent",
@@ -31,6 +37,7 @@ __all__ = [
 ]
 
 _KEEP = 5000  # runs kept; older ones are pruned as new ones arrive
+FORGOTTEN = "[forgotten]"  # what stands where a forgotten memory's text was
 
 Decision = Literal["store", "working", "skip", "refused"]
 Outcome = Literal["stored", "nothing", "extracted", "empty", "skipped", "unsupported", "pending", "failed"]
@@ -198,3 +205,55 @@ async def settle_abandoned(tx: Tx, before: datetime, moment: datetime) -> int:
         (report.model_dump_json(), iso(moment), tx.namespace, iso(before)),
     )
     return max(cursor.rowcount, 0)
+
+
+def _plain(text: str) -> str:
+    """Text as compared for forgetting: case and runs of white space do not matter."""
+    return " ".join(text.casefold().split())
+
+
+def _scrub_report(report: dict[str, Any], ids: set[str], texts: list[str]) -> bool:
+    """Blank the items of a channel report that wrote a forgotten memory or repeat its text, and
+    its detail if that quotes it. Whether the report wrote a forgotten memory (its exchange is
+    then that memory's source)."""
+    wrote = False
+    for item in report.get("items", []):
+        content = _plain(str(item.get("content", "")))
+        if item.get("id") in ids or any(t in content for t in texts):
+            wrote = wrote or item.get("id") in ids
+            item["content"] = FORGOTTEN
+    if any(t in _plain(str(report.get("detail", ""))) for t in texts):
+        report["detail"] = FORGOTTEN
+    return wrote
+
+
+async def forget(conn: Conn, sql: Statements, namespace: str, numbers: Sequence[int]) -> int:
+    """Take the namespace's memories `numbers`, about to be deleted for good, out of the extraction
+    log ("forget this" leaves nothing behind): every item that wrote one, or repeats a text it has
+    had (its content, earlier values, archived copy), shows FORGOTTEN instead, and so does every
+    preview of an exchange it came from or that holds such a text. Runs whose fallback note it was
+    lose their previews too once settled; while a run is pending, its note is only being replaced
+    by the model's answer and the exchange stays. Returns the runs changed."""
+    if not numbers:
+        return 0
+    wanted = sql.array(numbers)
+    rows = await conn.execute_fetchall(sql.forgotten_texts, (namespace, wanted) * 4)
+    texts = sorted({plain for _, content in rows if (plain := _plain(content))})
+    ids = {memory_id(n) for n in numbers}
+    notes = set(numbers)
+    changed = 0
+    for number, status, raw_input, raw_fast, raw_deep, note_seq in await conn.execute_fetchall(
+        sql.log_runs, (namespace,)
+    ):
+        previews, fast, deep = json.loads(raw_input), json.loads(raw_fast), json.loads(raw_deep)
+        before = (raw_input, raw_fast, raw_deep)
+        source = _scrub_report(fast, ids, texts) | _scrub_report(deep, ids, texts)
+        source = source or (note_seq in notes and status == "done")
+        for side in ("user", "assistant"):
+            if previews.get(side) and (source or any(t in _plain(previews[side]) for t in texts)):
+                previews[side] = FORGOTTEN
+        after = tuple(json.dumps(v, ensure_ascii=False) for v in (previews, fast, deep))
+        if after != tuple(json.dumps(json.loads(v), ensure_ascii=False) for v in before):
+            await conn.execute(sql.log_scrub, (*after, namespace, number))
+            changed += 1
+    return changed

@@ -60,7 +60,9 @@ class Statements:
     categories_of: str  # (namespace, number): seq, number, category, session_id
     keep_history: str  # (reason, changed_at, seq)
     profile_stale_if: str  # (namespace, category, array(categories), seq, array(categories))
-    update_memory: str  # (*draft values, content_hash, updated_at, seq, namespace)
+    # (*draft values, content_hash, updated_at, last_accessed, seq, namespace): an update is a use
+    # of the memory, a trigger in the original format's words (trigger_count, last_triggered).
+    update_memory: str
     history: str  # (namespace, number)
     drop_history: str  # (namespace, number)
     core_lines: str  # (namespace,): category, content, day
@@ -73,6 +75,7 @@ class Statements:
     delete_archived: str  # (array(seqs),)
     log_rows: str  # (array(seqs), array(seqs)): number, category, session_id, archived
     touch: str  # executemany (count, at, seq, namespace)
+    touch_number: str  # (at, namespace, number): one use of a memory named by its number
     touch_sessions: str  # (at, namespace, array(session ids))
 
     # ---- reads outside a transaction -----------------------------------------------------------
@@ -122,7 +125,7 @@ class Statements:
     live_numbers: str  # (array(numbers), namespace): number
     key_holders: str  # (namespace, array(keys)): key, number
     live_count: str  # (namespace,)
-    cleanup_rows: str  # named: ns, accesses, unused_before, low, stale_before
+    cleanup_rows: str  # named: ns, accesses, unused_before, low, stale_before, unsure, unsure_before
     working_memories: str  # (namespace, session_id): seq, number, importance, access_count
     promote: str  # (array(seqs), namespace)
 
@@ -158,6 +161,9 @@ class Statements:
     log_settle: str  # (deep, at, namespace, number)
     log_recent: str  # (namespace, limit)
     log_settle_abandoned: str  # (deep, at, namespace, before)
+    forgotten_texts: str  # (namespace, array(numbers)) x 4: number, content
+    log_runs: str  # (namespace): number, status, input, fast, deep, note_seq
+    log_scrub: str  # (input, fast, deep, namespace, number)
 
     # ---- the request ledger (store/ledger.py) ---------------------------------------------------
     request_find: str  # (namespace, request_id, since): tool, fingerprint, answer

@@ -13,6 +13,7 @@ import anyio
 from pydantic import BaseModel
 
 from ..models import Draft, Memory, SessionState
+from . import extraction_log
 from .backend import Conn
 from .changeset import Change, Noted
 from .draft_values import IndexFields, bulk_rows, draft_values, normalized
@@ -207,7 +208,8 @@ class Tx:
 
     async def replace(self, number: int, draft: Draft, content_hash: str, moment: datetime, reason: str) -> Memory:
         """Overwrite the value of this namespace's memory `number`, keeping the old one in
-        `memory_history`."""
+        `memory_history`. It counts as a use of the memory (one more access, last accessed now),
+        so cleanup never takes a memory just updated for an unused one."""
         found = list(await self._conn.execute_fetchall(self._sql.categories_of, (self._ns, number)))
         if not found:
             raise LookupError(f"no live memory has the number {number} here")  # the caller read it in this transaction
@@ -220,7 +222,7 @@ class Tx:
             self._sql.profile_stale_if, (self._ns, draft.category, profile, seq, profile)
         )
         await self._conn.execute(
-            self._sql.update_memory, (*draft_values(draft), content_hash, iso(moment), seq, self._ns)
+            self._sql.update_memory, (*draft_values(draft), content_hash, iso(moment), iso(moment), seq, self._ns)
         )
         await self._log([seq])
         await self._conn.execute(
@@ -250,11 +252,13 @@ class Tx:
 
     async def delete(self, numbers: Sequence[int]) -> list[int]:
         """Delete for real this namespace's memories of `numbers`: the memory, its history and its
-        index entry, or its archived copy ("forget this" leaves nothing behind, in the archive
-        either). Returns the numbers deleted."""
+        index entry, or its archived copy, and its text in the extraction log ("forget this" leaves
+        nothing behind, in the archive or the log either). Returns the numbers deleted."""
         if not numbers:
             return []
         sql, wanted = self._sql, self._sql.array(numbers)
+        # First, while their texts (history and archived copies included) can still be read.
+        await extraction_log.forget(self._conn, sql, self._ns, numbers)
         rows = list(await self._conn.execute_fetchall(sql.live_of, (self._ns, wanted)))
         found = [seq for seq, _, _, _ in rows]
         gone = [number for _, number, _, _ in rows]

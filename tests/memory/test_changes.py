@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from mcp_memory_server.errors import InvalidInput
 from mcp_memory_server.memory import MemoryService
 from mcp_memory_server.memory.change_ops import apply_changes
 from mcp_memory_server.server import build_server
+from mcp_memory_server.store.rows import utcnow
 from mcp_memory_server.text import Segmenter
 
 from .. import rawdb
@@ -60,7 +62,11 @@ async def test_seed_example_adds_updates_and_deletes(service: MemoryService) -> 
         "用户偏好使用深色主题和中文界面，喜欢简洁的操作流程"
     ]
 
-    third = await apply_changes(service, [{"key": "mem_002", "action": "del", "category": "workflow_history"}])
+    # A week and a day later: no longer protected as a memory created in the last 7 days.
+    later = utcnow() + timedelta(days=8)
+    third = await apply_changes(
+        service, [{"key": "mem_002", "action": "del", "category": "workflow_history"}], now=later
+    )
     assert third.applied[0].action == "deleted" and "1 deleted" in third.detail
     assert (await service.list_memories()).total == 1
 
@@ -144,13 +150,16 @@ async def test_a_failure_inside_the_transaction_rolls_back_earlier_operations(
     assert _count(config) == 1 and (await service.get(target.id)).content == "Use pnpm, not npm"
 
 
-async def test_add_then_delete_in_one_batch(service: MemoryService) -> None:
+async def test_add_then_delete_in_one_batch_keeps_the_new_memory(service: MemoryService) -> None:
     result = await apply_changes(
         service,
         [_add("tmp.note", "temporary note", category="note"), {"key": "tmp.note", "action": "del", "category": "note"}],
     )
-    assert [o.action for o in result.applied] == ["created", "deleted"]
-    assert (await service.list_memories()).total == 0
+    # The keep rules guard what a model deletes: a memory created moments ago is "recent".
+    assert [o.action for o in result.applied] == ["created", "kept"]
+    assert result.applied[1].reason is not None and "'recent'" in result.applied[1].reason
+    assert "op 2 (del tmp.note) was refused: keep rule 'recent'" in result.detail
+    assert (await service.list_memories()).total == 1
 
 
 @pytest.fixture

@@ -89,6 +89,32 @@ async def test_each_cleanup_rule_selects_and_reports_itself(service: MemoryServi
     assert sum(result.kept.values()) == 0
 
 
+async def test_low_confidence_rule_at_its_boundaries(service: MemoryService, config: Config) -> None:
+    """Seed 003: memories of too low confidence are cleared. Below 0.3, not accessed for 30 days;
+    a keep rule still wins."""
+    cases = {
+        "below, long unused": (0.05, 40 * DAY, True),
+        "just below, just past 30 days": (0.29, 30 * DAY + timedelta(seconds=1), True),
+        "at the threshold": (0.3, 40 * DAY, False),
+        "accessed exactly 30 days ago": (0.05, 30 * DAY, False),
+        "accessed 29 days ago": (0.05, 29 * DAY, False),
+    }
+    ids: dict[str, str] = {}
+    for n, (name, (confidence, idle, _)) in enumerate(cases.items()):
+        text = f"用户可能喜欢第{n}种音乐 the user may like genre {n}"
+        ids[name] = await _old(service, text, confidence=confidence, importance=0.6)
+        # Used often enough that the rule "unused" never applies: only confidence decides.
+        _set(config, ids[name], access_count=5, last_accessed=NOW - idle)
+    protected = await _old(service, "用户也许对花生过敏", confidence=0.05, importance=0.8)
+    _set(config, protected, access_count=5)
+    await _fill(service, 50)
+
+    result = await lifecycle.cleanup(service.store, now=NOW)
+    selected = {c.id: c.rules for c in result.candidates}
+    assert selected == {ids[name]: ["low_confidence"] for name, (*_, chosen) in cases.items() if chosen}
+    assert result.kept["important"] == 1 and protected not in selected
+
+
 async def test_cleanup_counts_accesses_not_yet_written(service: MemoryService) -> None:
     recalled = await _old(service, "用户常去的那家拉面馆在五道口")
     await _fill(service, 50)

@@ -163,7 +163,13 @@ async def _script(store: Store) -> dict[str, Any]:
 
     async with store.transaction() as tx:
         out["cleanup_rows"] = await archive.cleanup_rows(
-            tx, unused_before=iso(_at(100)), unused_accesses=2, stale_before=iso(_at(100)), low_importance=0.3
+            tx,
+            unused_before=iso(_at(100)),
+            unused_accesses=2,
+            stale_before=iso(_at(100)),
+            low_importance=0.3,
+            unsure_before=iso(_at(100)),
+            low_confidence=0.9,
         )
         out["idle_sessions"] = await archive.idle_sessions(tx, iso(_at(100)))
         out["working"] = await archive.working_memories(tx, "s1")
@@ -276,12 +282,47 @@ async def _script(store: Store) -> dict[str, Any]:
         )
         out["log_abandoned"] = await extraction_log.settle_abandoned(tx, _at(70), _at(71))
         out["log_recent"] = await extraction_log.recent(tx, 10)
+        out["before_use"] = await tx.get(tea)
+        await archive.count_use(tx, tea, iso(_at(63)))
+        out["used"] = await tx.get(tea)
+        words = "忘掉的文字 forgotten words"
+        quoted = await tx.insert(_draft(words), fingerprint(words), _at(64))
+        item = extraction_log.ExtractedItem(
+            content=words,
+            category="fact",
+            importance=0.5,
+            source="user",
+            pattern=None,
+            value=None,
+            decision="store",
+            id=quoted.id,
+            action="created",
+            reason="写下 written",
+        )
+        await extraction_log.insert(
+            tx,
+            digest="d3",
+            session_id=None,
+            client=None,
+            previews=(f"我说：{words}", "好的 fine"),
+            fast=extraction_log.ChannelReport(outcome="stored", detail="细节 detail", items=[item]),
+            deep=_report("skipped"),
+            note_seq=None,
+            moment=_at(65),
+        )
+        out["deleted_quoted"] = await tx.delete([int(quoted.id.removeprefix("mem_"))])
+        out["log_forgotten"] = await extraction_log.recent(tx, 2)
     out["final_stats"] = (await store.stats()).model_dump(mode="json", exclude={"db_path", "db_bytes"})
     return out
 
 
 def _checks(out: dict[str, Any]) -> None:
     """What each backend must answer, whatever the other does."""
+    assert out["used"].access_count == out["before_use"].access_count + 1 and out["used"].last_accessed == _at(63)
+    forgotten, earlier = out["log_forgotten"]
+    assert forgotten.user_preview == forgotten.assistant_preview == extraction_log.FORGOTTEN
+    assert forgotten.fast.items[0].content == extraction_log.FORGOTTEN
+    assert earlier.user_preview == "x", "a run that never held the text keeps its previews"
     assert out["get"].key == "drink.tea" and out["get"].tags == ["饮品", "tea"]
     assert out["by_key"] == out["get"] and out["taken_keys"] == {"drink.tea"}
     assert len(out["hashes"]) == 1 and [m.id for m in out["by_hash"]] == [out["get"].id]

@@ -109,7 +109,8 @@ class PgStatements(Statements):
     update_memory = (
         "UPDATE memories SET content = %s, key = %s, category = %s, tier = %s, importance = %s, confidence = %s,"
         " source = %s, tags = %s, session_id = coalesce(%s, session_id), client = coalesce(%s, client),"
-        f" content_hash = %s, updated_at = %s WHERE seq = %s AND {_NS}"
+        " content_hash = %s, updated_at = %s, last_accessed = %s, access_count = access_count + 1"
+        f" WHERE seq = %s AND {_NS}"
     )
     _SEQ_OF = "(SELECT seq FROM memories WHERE namespace = %s AND number = %s)"
     history = f"SELECT {HISTORY_COLUMNS} FROM memory_history WHERE memory_seq = {_SEQ_OF} ORDER BY seq"
@@ -130,6 +131,9 @@ class PgStatements(Statements):
         f" UNION ALL SELECT number, category, session_id, true FROM memory_archive WHERE seq = {_SEQS}"
     )
     touch = f"UPDATE memories SET access_count = access_count + %s, last_accessed = %s WHERE seq = %s AND {_NS}"
+    touch_number = (
+        "UPDATE memories SET access_count = access_count + 1, last_accessed = %s WHERE namespace = %s AND number = %s"
+    )
     touch_sessions = (
         f"UPDATE sessions SET updated_at = greatest(updated_at, %s) WHERE namespace = %s AND session_id = {_TEXTS}"
     )
@@ -224,15 +228,16 @@ class PgStatements(Statements):
                ON m.namespace = %(ns)s AND m.category = c.category AND m.content_hash = c.content_hash
            )
            SELECT seq, number, content, category, importance, access_count, source, created_at, last_accessed,
-               unused, low_importance, duplicate_of FROM (
+               unused, low_importance, low_confidence, duplicate_of FROM (
                SELECT m.seq, m.number, m.content, m.category, m.importance, m.access_count, m.source,
                    m.created_at, m.last_accessed,
                    m.access_count < %(accesses)s AND m.last_accessed < %(unused_before)s AS unused,
                    m.importance < %(low)s AND m.last_accessed < %(stale_before)s AS low_importance,
+                   m.confidence < %(unsure)s AND m.last_accessed < %(unsure_before)s AS low_confidence,
                    CASE WHEN m.key IS NULL AND k.keeper <> m.number THEN k.keeper END AS duplicate_of
                FROM memories m LEFT JOIN keepers k ON k.seq = m.seq
                WHERE m.namespace = %(ns)s
-           ) AS selected WHERE unused OR low_importance OR duplicate_of IS NOT NULL
+           ) AS selected WHERE unused OR low_importance OR low_confidence OR duplicate_of IS NOT NULL
            ORDER BY last_accessed, seq"""
     working_memories = (
         "SELECT seq, number, importance, access_count FROM memories"
@@ -345,6 +350,18 @@ class PgStatements(Statements):
         "UPDATE extraction_log SET status = 'done', deep = %s, updated_at = %s WHERE namespace = %s AND number = %s"
     )
     log_recent = f"{_LOG} WHERE namespace = %s ORDER BY number DESC LIMIT %s"
+    # Every text a memory has had (its content and earlier values, live or archived): what forget
+    # takes out of the extraction log.
+    forgotten_texts = (
+        f"SELECT m.number, m.content FROM memories m WHERE m.namespace = %s AND m.number = {_SEQS}"
+        " UNION ALL SELECT m.number, h.content FROM memory_history h JOIN memories m ON m.seq = h.memory_seq"
+        f" WHERE m.namespace = %s AND m.number = {_SEQS}"
+        f" UNION ALL SELECT a.number, a.content FROM memory_archive a WHERE a.namespace = %s AND a.number = {_SEQS}"
+        " UNION ALL SELECT a.number, h.content FROM memory_history_archive h JOIN memory_archive a"
+        f" ON a.seq = h.memory_seq WHERE a.namespace = %s AND a.number = {_SEQS}"
+    )
+    log_runs = "SELECT number, status, input, fast, deep, note_seq FROM extraction_log WHERE namespace = %s"
+    log_scrub = "UPDATE extraction_log SET input = %s, fast = %s, deep = %s WHERE namespace = %s AND number = %s"
     log_settle_abandoned = (
         "UPDATE extraction_log SET status = 'done', deep = %s, updated_at = %s"
         " WHERE namespace = %s AND status = 'pending' AND updated_at < %s"

@@ -111,7 +111,8 @@ class SqliteStatements(Statements):
     update_memory = (
         "UPDATE memories SET content = ?, key = ?, category = ?, tier = ?, importance = ?, confidence = ?,"
         " source = ?, tags = ?, session_id = coalesce(?, session_id), client = coalesce(?, client),"
-        " content_hash = ?, updated_at = ? WHERE seq = ? AND +namespace = ?"
+        " content_hash = ?, updated_at = ?, last_accessed = ?, access_count = access_count + 1"
+        " WHERE seq = ? AND +namespace = ?"
     )
     _SEQ_OF = "(SELECT seq FROM memories WHERE namespace = ? AND number = ?)"
     history = f"SELECT {HISTORY_COLUMNS} FROM memory_history WHERE memory_seq = {_SEQ_OF} ORDER BY seq"
@@ -132,6 +133,9 @@ class SqliteStatements(Statements):
         f" UNION ALL SELECT number, category, session_id, 1 FROM memory_archive WHERE seq IN {_SEQS}"
     )
     touch = "UPDATE memories SET access_count = access_count + ?, last_accessed = ? WHERE seq = ? AND +namespace = ?"
+    touch_number = (
+        "UPDATE memories SET access_count = access_count + 1, last_accessed = ? WHERE namespace = ? AND number = ?"
+    )
     touch_sessions = (
         f"UPDATE sessions SET updated_at = max(updated_at, ?) WHERE namespace = ? AND session_id IN {_LIST}"
     )
@@ -227,15 +231,16 @@ class SqliteStatements(Statements):
                ON m.namespace = :ns AND m.category = c.category AND m.content_hash = c.content_hash
            )
            SELECT seq, number, content, category, importance, access_count, source, created_at, last_accessed,
-               unused, low_importance, duplicate_of FROM (
+               unused, low_importance, low_confidence, duplicate_of FROM (
                SELECT m.seq, m.number, m.content, m.category, m.importance, m.access_count, m.source,
                    m.created_at, m.last_accessed,
                    m.access_count < :accesses AND m.last_accessed < :unused_before AS unused,
                    m.importance < :low AND m.last_accessed < :stale_before AS low_importance,
+                   m.confidence < :unsure AND m.last_accessed < :unsure_before AS low_confidence,
                    CASE WHEN m.key IS NULL AND k.keeper != m.number THEN k.keeper END AS duplicate_of
                FROM memories m LEFT JOIN keepers k ON k.seq = m.seq
                WHERE m.namespace = :ns
-           ) AS selected WHERE unused OR low_importance OR duplicate_of IS NOT NULL
+           ) AS selected WHERE unused OR low_importance OR low_confidence OR duplicate_of IS NOT NULL
            ORDER BY last_accessed, seq"""
     working_memories = (
         "SELECT seq, number, importance, access_count FROM memories"
@@ -349,6 +354,18 @@ class SqliteStatements(Statements):
         "UPDATE extraction_log SET status = 'done', deep = ?, updated_at = ? WHERE namespace = ? AND number = ?"
     )
     log_recent = f"{_LOG} WHERE namespace = ? ORDER BY number DESC LIMIT ?"
+    # Every text a memory has had (its content and earlier values, live or archived): what forget
+    # takes out of the extraction log.
+    forgotten_texts = (
+        f"SELECT m.number, m.content FROM memories m WHERE m.namespace = ? AND m.number IN {_SEQS}"
+        " UNION ALL SELECT m.number, h.content FROM memory_history h JOIN memories m ON m.seq = h.memory_seq"
+        f" WHERE m.namespace = ? AND m.number IN {_SEQS}"
+        f" UNION ALL SELECT a.number, a.content FROM memory_archive a WHERE a.namespace = ? AND a.number IN {_SEQS}"
+        " UNION ALL SELECT a.number, h.content FROM memory_history_archive h JOIN memory_archive a"
+        f" ON a.seq = h.memory_seq WHERE a.namespace = ? AND a.number IN {_SEQS}"
+    )
+    log_runs = "SELECT number, status, input, fast, deep, note_seq FROM extraction_log WHERE namespace = ?"
+    log_scrub = "UPDATE extraction_log SET input = ?, fast = ?, deep = ? WHERE namespace = ? AND number = ?"
     log_settle_abandoned = (
         "UPDATE extraction_log SET status = 'done', deep = ?, updated_at = ?"
         " WHERE namespace = ? AND status = 'pending' AND updated_at < ?"
