@@ -119,7 +119,7 @@ _KINDS: dict[str, tuple[str, str]] = {
 
 # Phrasings a keyed fact's sentence wraps its value in, cut away to leave the value.
 _ZH_LEAD = re.compile(
-    r"^(?:用户|我)(?:的)?(?:名字|职业|工作|城市|公司|伴侣)?(?:现在|目前|已经)?"
+    r"^(?:(?:用户|我)(?:的)?)?(?:名字|职业|工作|城市|公司|伴侣)?(?:现在|目前|已经)?"
     r"(?:叫做|叫|是|住在|生活在|搬到了|搬到|就职于|任职于|在)?(?:一名|一位|一个)?"
 )
 _ZH_TAIL = re.compile(r"(?:工作|上班|生活|居住|的人)?[。.!！]*$")
@@ -191,11 +191,12 @@ def _is_domain_word(word: str) -> bool:
 
 async def _domains(store: Store, ranked: Sequence[Memory]) -> list[dict[str, Any]]:
     """Tags and project slots first (named on purpose), then terms shared by two memories or more."""
+    spelled = {w.lower(): w for m in reversed(ranked) for w in _TERM.findall(m.content)}
     named: dict[str, list[str]] = {}
     for memory in ranked:
         for tag in memory.tags:
-            if _is_domain_word(tag):
-                named.setdefault(tag, []).append(memory.id)
+            if _is_domain_word(tag):  # tags are kept in lower case: spelt as the memories spell them
+                named.setdefault(spelled.get(tag.lower(), tag), []).append(memory.id)
         if memory.key and memory.key.startswith("project."):
             name = memory.key.split(".", 1)[1].replace("_", " ").replace("-", " ")
             if name:
@@ -212,8 +213,8 @@ async def _domains(store: Store, ranked: Sequence[Memory]) -> list[dict[str, Any
         for word in words:
             if _is_domain_word(word):
                 shared.setdefault(word.lower() if word.isascii() else word, []).append(memory.id)
-    spelled = {w.lower(): w for m in ranked for w in _TERM.findall(m.content)}
-    chosen = sorted(named, key=lambda w: (-len(named[w]), w))[:4]
+    first = list(named)  # in the order of the memories' importance
+    chosen = sorted(named, key=lambda w: (-len(named[w]), first.index(w)))[:4]
     seen = {w.lower() for w in chosen}
     common = sorted((w for w, ids in shared.items() if len(set(ids)) >= 2), key=lambda w: (-len(set(shared[w])), w))
     for word in common:
@@ -276,8 +277,7 @@ async def synthesize(store: Store, memories: Sequence[Memory], now: datetime) ->
         (
             m
             for m in memories
-            if (m.category in ("project_state", "todo") or (m.key or "").startswith("project."))
-            and m.updated_at >= recent
+            if (m.category == "project_state" or (m.key or "").startswith("project.")) and m.updated_at >= recent
         ),
         key=lambda m: (m.updated_at, m.id),
         reverse=True,

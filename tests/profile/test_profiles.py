@@ -61,7 +61,7 @@ async def test_chinese_profile_is_grounded(service: MemoryService) -> None:
     assert _cited(profile) <= set(ids) and ids[0] in profile.summary.sources
     assert "后端工程师" in profile.summary.text
     assert profile.language_preferences.text == "中文为主，技术词汇中英混用"
-    assert [p.text for p in profile.active_projects] == ["周五前提交季度报告", "正在把博客迁移到静态站点 Hugo"]
+    assert [p.text for p in profile.active_projects] == ["正在把博客迁移到静态站点 Hugo"]
     assert any(d.text.lower() == "python" for d in profile.domains), profile.domains
     assert any("身份背景" in s.text for s in profile.high_value_signals)
     # Read, never stored: no profile row, no memory of its own.
