@@ -125,7 +125,8 @@ async def test_session_start_synthesises_a_stale_profile(config: Config, segment
     model = Model()
     async with Client(build_server(config, segmenter), mode="legacy", sampling_callback=model) as client:
         with anyio.fail_after(20):  # in a task of its own after initialize: wait for it
-            while (profile := await _profile(client))["method"] != "model":
+            # The resource is all a client sees of it: polled (ASYNC110 wants an event to wait on).
+            while (profile := await _profile(client))["method"] != "model":  # noqa: ASYNC110
                 await anyio.sleep(0.05)
     assert len(model.profile_prompts) == 1 and "lives in 杭州" in profile["summary"]["text"]
 
