@@ -1,21 +1,26 @@
 """The user profile: who the user is and what is worth remembering for them,
 synthesised from their core memories, every item citing the memories it rests on.
 
-The profile lives in the `profile` table (its items, the manual edits, whether it is stale) and,
-readable by any client, as one memory of category `profile` under the key `user.profile`. Writes
-of identity, preference or skill memories, and every deletion or archiving, mark it stale (in the
-same transaction, so every process sees it); the next read synthesises it again. Synthesis is
-deterministic (categories, importance, keywords, the Chinese/English mix, recent projects) unless
-a model's answer is given. Manual edits (source `manual`) are kept apart and survive every
-re-synthesis; what is read never cites a memory that is gone.
+The profile lives in the `profile` table alone (its items, the manual edits, whether it is
+stale), never as a memory: reading it writes nothing, and it never shows in recall, listings or
+search. Writes of identity, preference or skill memories, and every deletion or archiving, mark
+it stale (in the same transaction, so every process sees it).
+
+Who synthesises it, and when (see profile/sampling.py for the model's part):
+- the client's model, whenever the client can sample: at session start and at the start of
+  `extract` when the profile is stale or missing, and otherwise at most once a day;
+- rules (profile/rules.py) only for clients that cannot sample, at the start of `extract`, by
+  `refresh_profile` and when a manual edit needs a synthesised part; a model-written profile is
+  never replaced by rules while it is younger than `MODEL_KEPT`.
+A read shows the stored profile; when rules are due and nothing fresh is stored, it shows the
+rule-based profile computed for that read, without storing it. Manual edits (source `manual`) are
+kept apart and survive every re-synthesis; what is read never cites a memory that is gone.
 """
 
 from __future__ import annotations
 
 import json
-import re
-from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
@@ -24,53 +29,40 @@ from pydantic import Field, ValidationError
 from ..argument_errors import problems
 from ..config.limits import MAX_PROFILE_TEXT_CHARS
 from ..errors import InvalidInput
-from ..memory.recall import extract_keywords
 from ..memory.validate import clean, screen
-from ..models import Draft, Memory, Model, SharedModel
+from ..models import Memory, Model, SharedModel
 from ..store import profile_data
-from ..store.profile_scrub import PROFILE_KEY
 from ..store.rows import iso, parse_id, utcnow
 from ..store.store import Store
 from ..store.tx import Tx
-from ..text.tokens import fingerprint
+from . import rules
 
 __all__ = [
+    "DAILY",
     "FIELDS",
-    "PROFILE_KEY",
+    "MODEL_KEPT",
     "Profile",
     "ProfileItem",
+    "Stored",
     "core_for_prompt",
     "edit_profile",
     "get_profile",
+    "has_core",
     "manual_edits",
     "merge_manual",
     "peek",
     "store_model_answer",
+    "stored",
+    "synthesize_by_rules",
 ]
 
 FIELDS = ("domains", "high_value_signals", "low_value_signals", "active_projects")
-_CJK = re.compile(r"[\u3400-\u9fff]")
-_LATIN = re.compile(r"[A-Za-z]{3,}")
-_LABELS = {
-    "zh": {
-        "none": "还没有足够的核心记忆。",
-        "small_talk": "寒暄、闲聊和一次性的简单请求",
-        "minor": "不太重要的{cat}细节",
-        "valuable": "{cat}相关的信息（例如：{example}）",
-        "zh": "主要使用中文",
-        "mixed": "中文为主，技术词汇中英混用",
-        "en": "Mainly English",
-    },
-    "en": {
-        "none": "Not enough core memories yet.",
-        "small_talk": "Small talk, greetings and one-off requests",
-        "minor": "Minor {cat} details",
-        "valuable": "Information about {cat} (such as: {example})",
-        "zh": "Mainly Chinese",
-        "mixed": "Chinese and English, mixed",
-        "en": "Mainly English",
-    },
-}
+# A profile older than this is synthesised again even when no memory about the user changed.
+DAILY = timedelta(days=1)
+# A model-written profile is kept, stale or not, this long before rules may replace it (for
+# clients that cannot sample): a week-old model profile still reads better than rules.
+MODEL_KEPT = timedelta(days=7)
+_item = rules.item
 
 
 class ProfileItem(Model):
@@ -86,102 +78,47 @@ class Profile(SharedModel):
     low_value_signals: list[ProfileItem]
     language_preferences: ProfileItem
     active_projects: list[ProfileItem]
-    method: Literal["deterministic", "model", "none"] = Field(description="How the synthesised part was made.")
-    synthesized_at: datetime | None
-    memory_id: str | None = Field(description="The `profile` memory that carries it (key user.profile).")
-
-
-_CATEGORY_ZH = {
-    "identity": "身份背景",
-    "preference": "偏好",
-    "user_preferences": "偏好设置",
-    "decision": "决定",
-    "fact": "事实与结论",
-    "insight": "观点与分析",
-    "todo": "待办",
-    "correction": "更正",
-    "skill": "技能",
-    "relationship": "人际关系",
-    "project_state": "项目进展",
-    "coding_style": "编码风格",
-    "event": "事件",
-    "note": "笔记",
-}
-
-
-def _excerpt(text: str, limit: int = 60) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-def _item(text: str, sources: Sequence[str] = (), manual: bool = False) -> dict[str, Any]:
-    return {"text": text, "sources": list(dict.fromkeys(sources)), "manual": manual}
-
-
-async def _synthesize(store: Store, memories: Sequence[Memory], now: datetime) -> dict[str, Any]:
-    """The deterministic profile: grounded in `memories` only, the same memories giving the same profile."""
-    ranked = sorted(memories, key=lambda m: (-m.importance, m.id))
-    chinese = sum(1 for m in memories if _CJK.search(m.content))
-    lang = "zh" if memories and chinese * 2 >= len(memories) else "en"
-    label = _LABELS[lang]
-    about = [m for m in ranked if m.category in ("identity", "skill")][:3]
-    about += [m for m in ranked if m.category in ("preference", "user_preferences")][: 5 - len(about)]
-    joiner = "；" if lang == "zh" else "; "
-    summary = (
-        _item(joiner.join(_excerpt(m.content, 80) for m in about), [m.id for m in about])
-        if about
-        else _item(
-            label["none"] if not memories else joiner.join(_excerpt(m.content, 80) for m in ranked[:3]),
-            [m.id for m in ranked[:3]],
-        )
+    method: Literal["deterministic", "model", "none"] = Field(
+        description="How the synthesised part was made: by the client's model, or by rules (deterministic)."
     )
-    holders: dict[str, list[str]] = {}
-    # jieba's words, never the dictionary-free tokens a recall makes do with while it loads: the
-    # same memories give the same profile.
-    await store.segmenter.wait()
-    for memory in ranked:
-        for word in dict.fromkeys(await extract_keywords(store, memory.content, 8)):
-            if len(word) >= 2 and not word.isdigit():
-                holders.setdefault(word, []).append(memory.id)
-    shared = sorted((w for w, ids in holders.items() if len(ids) >= 2), key=lambda w: (-len(holders[w]), w))
-    domains = [_item(w, holders[w][:5]) for w in shared[:6]]
-    weight: dict[str, float] = {}
-    for memory in memories:
-        if memory.category not in ("context", "profile"):
-            weight[memory.category] = weight.get(memory.category, 0.0) + memory.importance
-    high = []
-    for category, _ in sorted(weight.items(), key=lambda kv: (-kv[1], kv[0]))[:3]:
-        top = [m for m in ranked if m.category == category][:3]
-        name = _CATEGORY_ZH.get(category, category) if lang == "zh" else category.replace("_", " ")
-        example = _excerpt(top[0].content, 40)
-        high.append(_item(label["valuable"].format(cat=name, example=example), [m.id for m in top]))
-    low = [_item(label["small_talk"])]
-    minor = Counter(m.category for m in memories if m.importance < 0.4 and m.access_count == 0)
-    for category, count in sorted(minor.items(), key=lambda kv: (-kv[1], kv[0])):
-        if count >= 3:
-            ids = [m.id for m in memories if m.category == category and m.importance < 0.4][:5]
-            name = _CATEGORY_ZH.get(category, category) if lang == "zh" else category.replace("_", " ")
-            low.append(_item(label["minor"].format(cat=name), ids))
-    mixed = sum(1 for m in memories if _CJK.search(m.content) and _LATIN.search(m.content))
-    style = "en" if chinese * 2 < len(memories) else ("mixed" if mixed * 4 >= max(chinese, 1) else "zh")
-    samples = [m.id for m in ranked if bool(_CJK.search(m.content)) == (style != "en")][:3]
-    recent = now - timedelta(days=30)
-    projects = sorted(
-        (m for m in memories if m.category in ("project_state", "todo") and m.updated_at >= recent),
-        key=lambda m: (m.updated_at, m.id),
-        reverse=True,
-    )[:5]
-    return {
-        "summary": summary,
-        "domains": domains,
-        "high_value_signals": high,
-        "low_value_signals": low,
-        "language_preferences": _item(label[style], samples),
-        "active_projects": [_item(_excerpt(m.content, 80), [m.id]) for m in projects],
-    }
+    synthesized_at: datetime | None
+    stale: bool = Field(
+        description="Memories about the user changed since it was synthesised: the next synthesis replaces it."
+    )
 
 
 _SYNTHESIS_LIMIT = 500  # the most important core memories are enough, and keep a refresh fast at 100k
+
+
+class Stored(Model):
+    """The stored row as synthesis decides on it."""
+
+    data: dict[str, Any] | None
+    manual: dict[str, Any]
+    stale: bool
+
+    @property
+    def method(self) -> str:
+        return str((self.data or {}).get("method") or "none")
+
+    def age(self, now: datetime) -> timedelta | None:
+        at = (self.data or {}).get("synthesized_at")
+        return now - datetime.fromisoformat(at) if isinstance(at, str) else None
+
+    def due_for_model(self, now: datetime) -> bool:
+        """A client that can sample should synthesise it: missing, stale, made by rules, or a day old."""
+        age = self.age(now)
+        return self.data is None or self.stale or self.method != "model" or age is None or age >= DAILY
+
+    def due_for_rules(self, now: datetime) -> bool:
+        """Rules should synthesise it (no client can sample): missing, or stale or a day old, and
+        not a model's profile younger than `MODEL_KEPT`."""
+        age = self.age(now)
+        if self.data is None or age is None:
+            return True
+        if self.method == "model" and age < MODEL_KEPT:
+            return False
+        return self.stale or age >= DAILY
 
 
 async def _core(store: Store) -> list[Memory]:
@@ -190,40 +127,26 @@ async def _core(store: Store) -> list[Memory]:
     return sorted(memories, key=lambda m: int(m.id[4:]))
 
 
-async def _row(store: Store) -> tuple[dict[str, Any] | None, dict[str, Any], bool]:
+async def has_core(store: Store) -> bool:
+    """Whether any memory a profile is synthesised from is stored."""
+    async with store.reading() as tx:
+        return bool(await profile_data.core_memories(tx, 1))
+
+
+async def stored(store: Store) -> Stored:
     async with store.reading() as tx:
         row = await profile_data.profile(tx)
     if row is None:
-        return None, {}, True
-    return json.loads(row.data), json.loads(row.manual), row.stale
+        return Stored(data=None, manual={}, stale=True)
+    return Stored(data=json.loads(row.data), manual=json.loads(row.manual), stale=row.stale)
 
 
-def _text(data: Mapping[str, Any]) -> str:
-    """The profile as the `profile` memory's content (one paragraph per field)."""
-    lines = [data["summary"]["text"], "Domains: " + "; ".join(i["text"] for i in data["domains"])]
-    lines.append("Language: " + data["language_preferences"]["text"])
-    if data["active_projects"]:
-        lines.append("Active projects: " + "; ".join(i["text"] for i in data["active_projects"]))
-    return "\n".join(lines)[:1900]
-
-
-async def _save(store: Store, data: dict[str, Any], manual: Mapping[str, Any] | None) -> None:
-    now = utcnow()
+async def _save(store: Store, data: dict[str, Any], manual: Mapping[str, Any] | None, now: datetime) -> None:
+    """Store a synthesised profile in the profile table (never as a memory); it is fresh from now on."""
     async with store.transaction() as tx:
         if manual is None:
             manual = await manual_edits(tx)
-        merged = _apply_manual(data, manual)
-        draft = Draft(content=_text(merged), key=PROFILE_KEY, category="profile", importance=0.9, source="system")
-        existing = await tx.by_key(PROFILE_KEY)
-        if existing is None:
-            memory = await tx.insert(draft, fingerprint(draft.content), now)
-        elif existing.content != draft.content:
-            memory = await tx.replace(int(existing.id[4:]), draft, fingerprint(draft.content), now, "updated")
-            # No history for the profile's text: it would keep what forgotten memories said.
-            await tx.drop_history(int(memory.id[4:]))
-        else:
-            memory = existing
-        data = data | {"memory_id": memory.id, "synthesized_at": iso(now)}
+        data = data | {"synthesized_at": iso(now)}
         await profile_data.save(
             tx, json.dumps(data, ensure_ascii=False), json.dumps(manual, ensure_ascii=False), iso(now)
         )
@@ -243,27 +166,47 @@ def _apply_manual(data: Mapping[str, Any], manual: Mapping[str, Any]) -> dict[st
     return result
 
 
+async def _by_rules(store: Store, now: datetime) -> dict[str, Any]:
+    memories = await _core(store)
+    return await rules.synthesize(store, memories, now) | {"method": "deterministic" if memories else "none"}
+
+
+async def synthesize_by_rules(store: Store, *, now: datetime | None = None) -> Profile:
+    """Synthesise the profile by rules and store it (a write: `extract`, `refresh_profile`, edits)."""
+    now = now or utcnow()
+    await _save(store, await _by_rules(store, now), None, now)
+    return await get_profile(store, now=now)
+
+
 async def get_profile(store: Store, *, refresh: bool = False, now: datetime | None = None) -> Profile:
-    """The profile, synthesised again (deterministically) when stale, missing or `refresh`."""
-    data, manual, stale = await _row(store)
-    if data is None or stale or refresh:
-        memories = await _core(store)
-        data = await _synthesize(store, memories, now or utcnow()) | {"method": "deterministic" if memories else "none"}
-        await _save(store, data, manual)
-        data, manual, _ = await _row(store)
-        assert data is not None
-    extra = {k: data.get(k) for k in ("method", "synthesized_at", "memory_id")}
-    return await _live_view(store, _apply_manual(data, manual) | extra)
+    """The profile as a reader sees it; reading writes nothing. The stored one, unless rules are
+    due (see `Stored.due_for_rules`): then the rule-based profile computed for this read. With
+    `refresh`, rules synthesise it and store it."""
+    now = now or utcnow()
+    if refresh:
+        return await synthesize_by_rules(store, now=now)
+    row = await stored(store)
+    data = row.data
+    if data is None or row.due_for_rules(now):
+        data = await _by_rules(store, now) | {"synthesized_at": iso(now)}
+    return await _live_view(store, _apply_manual(data, row.manual) | _meta(data, row, fresh=data is not row.data))
+
+
+def _meta(data: Mapping[str, Any], row: Stored, *, fresh: bool) -> dict[str, Any]:
+    return {
+        "method": data.get("method") or "none",
+        "synthesized_at": data.get("synthesized_at"),
+        "stale": False if fresh else row.stale,
+    }
 
 
 async def peek(store: Store) -> Profile | None:
     """The stored profile as it is, stale or not, never synthesised here: what the sieve shows its
     model (it must not change between the rounds of one call)."""
-    data, manual, _ = await _row(store)
-    if data is None:
+    row = await stored(store)
+    if row.data is None:
         return None
-    extra = {k: data.get(k) for k in ("method", "synthesized_at", "memory_id")}
-    return await _live_view(store, _apply_manual(data, manual) | extra)
+    return await _live_view(store, _apply_manual(row.data, row.manual) | _meta(row.data, row, fresh=False))
 
 
 async def _live_view(store: Store, data: dict[str, Any]) -> Profile:
@@ -314,9 +257,9 @@ async def store_model_answer(store: Store, answer: Mapping[str, Any] | str) -> P
         )
         for field in ("summary", "language_preferences", *FIELDS)
     } | {"method": "model"}
-    _, manual, _ = await _row(store)
-    await _save(store, data, manual)
-    return await get_profile(store)
+    now = utcnow()
+    await _save(store, data, None, now)
+    return await get_profile(store, now=now)
 
 
 class _AnswerItem(Model):
@@ -345,29 +288,44 @@ async def edit_profile(store: Store, field: str, action: Edit, text: str) -> Pro
     # Secrets withheld as from memories; a remove too, as a text removed is kept in the edits (and
     # it names a stored text, which was screened the same way).
     text, _ = screen(text, store.config.limits.personal_numbers, field="text")
-    _, manual, _ = await _row(store)
     if field in ("summary", "language_preferences"):
         if action != "set":
             raise InvalidInput(f"{field} is one text: use action set.")
-        manual[field] = text
     elif field in FIELDS:
         if action not in ("add", "remove"):
             raise InvalidInput(f"{field} is a list: use action add or remove.")
-        added = manual.setdefault("added", {}).setdefault(field, [])
-        removed = manual.setdefault("removed", {}).setdefault(field, [])
-        if action == "add":
-            added.append(text) if text not in added else None
-        elif text in added:
-            added.remove(text)
-        else:
-            removed.append(text) if text not in removed else None
     else:
         raise InvalidInput(f"field must be one of summary, language_preferences, {', '.join(FIELDS)}.")
-    await get_profile(store)  # makes sure a synthesised part exists
-    data, _, _ = await _row(store)
-    assert data is not None
-    await _save(store, data, manual)
-    return await get_profile(store)
+    now = utcnow()
+    # Rules make a synthesised part only where none is stored, before the write lock is taken.
+    first = None if (await stored(store)).data is not None else await _by_rules(store, now)
+    async with store.transaction() as tx:
+        row = await profile_data.profile(tx)
+        manual = json.loads(row.manual) if row is not None else {}
+        _edit(manual, field, action, text)
+        edits = json.dumps(manual, ensure_ascii=False)
+        if row is None:
+            data = (first or await _by_rules(store, now)) | {"synthesized_at": iso(now)}
+            await profile_data.save(tx, json.dumps(data, ensure_ascii=False), edits, iso(now))
+        elif row.stale:  # the edits alone: the synthesised part stays as it is, and stale
+            await profile_data.save_manual_edits(tx, edits, iso(now), empty=row.data)
+        else:  # the synthesised part as stored (its own time kept), fresh as it was
+            await profile_data.save(tx, row.data, edits, iso(now))
+    return await get_profile(store, now=now)
+
+
+def _edit(manual: dict[str, Any], field: str, action: Edit, text: str) -> None:
+    if field in ("summary", "language_preferences"):
+        manual[field] = text
+        return
+    added = manual.setdefault("added", {}).setdefault(field, [])
+    removed = manual.setdefault("removed", {}).setdefault(field, [])
+    if action == "add":
+        added.append(text) if text not in added else None
+    elif text in added:
+        added.remove(text)
+    else:
+        removed.append(text) if text not in removed else None
 
 
 async def manual_edits(tx: Tx) -> dict[str, Any]:

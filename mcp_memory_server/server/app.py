@@ -42,6 +42,7 @@ __all__ = [
     "Ctx",
     "MemoryServer",
     "ask_client",
+    "at_least_modern",
     "can_sample",
     "carry_state",
     "client_name",
@@ -205,7 +206,10 @@ def _lean(node: Any, defs: dict[str, Any]) -> Any:
 def modern(ctx: Ctx) -> bool:
     """True on 2026-07-28 and later, where a tool asks the client through its call's own rounds
     (`Resolve`/`Sample`) and cannot send it a request mid-call."""
-    version = ctx.protocol_version
+    return at_least_modern(ctx.protocol_version)
+
+
+def at_least_modern(version: str | None) -> bool:
     return version is not None and is_version_at_least(version, _MODERN)
 
 

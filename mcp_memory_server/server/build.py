@@ -25,7 +25,7 @@ from .import_tools import add_import_tools
 from .log_messages import LogRelay
 from .memory_tools import add_memory_tools
 from .notify import Notifier
-from .profile_tools import add_profile_tools
+from .profile_tools import ProfileAtStart, add_profile_tools
 from .prompts import add_prompts
 from .resources import add_resources
 from .session_tools import add_session_tools
@@ -62,6 +62,7 @@ def build_server(
     stateless = config.http.stateless_http
     notifier = Notifier(config.namespace, stateless=stateless)
     relay = LogRelay(config.log_level, config.namespace, private=access is not None, stateless=stateless)
+    at_start = ProfileAtStart()
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[Spaces]) -> AsyncIterator[Spaces]:
@@ -69,6 +70,7 @@ def build_server(
         namespaces = access.namespaces if access is not None else ()
         async with anyio.create_task_group() as tasks:
             await tasks.start(relay.run)  # first, so clients hear of migrations and start-up
+            await tasks.start(at_start.run)
             try:
                 async with Spaces(
                     config, seg, namespaces, require_token=access is not None, background=[notifier.run]
@@ -97,6 +99,7 @@ def build_server(
     )
     notifier.install(server)
     relay.install(server)
+    at_start.install(server)
     add_memory_tools(server, config)
     add_session_tools(server)
     add_profile_tools(server)

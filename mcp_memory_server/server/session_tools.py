@@ -37,6 +37,7 @@ from .app import (
     tool_call,
 )
 from .memory_tools import RequestId
+from .profile_tools import keep_sampled, profile_due, profile_request, refresh_before_sieve
 from .views import ExtractView, TurnView
 from .views import extract as extract_view
 from .views import turn as turn_view
@@ -55,10 +56,40 @@ async def _sample(sieve: Sieve, user_message: str, assistant_message: str) -> Sa
     return sample_request(system, prompt, MAX_SAMPLED_TOKENS)
 
 
-async def _deep_request(ctx: Ctx, user_message: str, assistant_message: str, session_id: str | None) -> Any:
-    """Decide how the deep channel runs. On the modern protocol this returns the sampling request
-    itself, after writing (in the first round) what a refusal must not lose."""
+async def _profile_round(ctx: Ctx, user_message: str, assistant_message: str, session_id: str | None) -> Any:
+    """On the modern protocol, the profile's sampling request when the client's model should
+    synthesise it before the sieve builds its prompt (a round before the deep channel's), after
+    writing what a refusal must not lose; else None."""
     sieve = state(ctx).sieve
+    if sieve.small_talk(user_message, assistant_message) or not await profile_due(ctx):
+        return None
+    if ctx.input_responses is not None:
+        # A later round: the question stands only if it was asked in the first one (whose answer
+        # this round brings). The call's own first round may have made the profile due since,
+        # by writing a memory about the user; that waits for the next call.
+        if _PROFILE_ROUND not in {key.split("#")[0] for key in ctx.input_responses}:
+            return None
+    elif await sieve.resume(user_message, assistant_message, session_id) is None:
+        await sieve.begin(user_message, assistant_message, session_id=session_id, client=client_name(ctx), deep=True)
+    return await profile_request(state(ctx).store)  # after begin: the same prompt in every round
+
+
+# The SDK's wire key of `_profile_round`'s question (its `module:qualname`).
+_PROFILE_ROUND = f"{_profile_round.__module__}:{_profile_round.__qualname__}"
+
+
+async def _deep_request(
+    ctx: Ctx,
+    user_message: str,
+    assistant_message: str,
+    session_id: str | None,
+    profile: Annotated[Any, Resolve(_profile_round)] = None,
+) -> Any:
+    """Decide how the deep channel runs. On the modern protocol this returns the sampling request
+    itself, after writing (in the first round) what a refusal must not lose, and after keeping
+    the profile the client's model wrote in an earlier round."""
+    sieve = state(ctx).sieve
+    await keep_sampled(state(ctx).store, profile)
     if sieve.small_talk(user_message, assistant_message):
         return _SMALL_TALK
     if not can_sample(ctx):
@@ -83,6 +114,8 @@ async def _extract(
     sieve = state(ctx).sieve
     client = client_name(ctx)
     session_id = validate_session_id(session_id)  # control characters out, as everywhere
+    if deep != _SMALL_TALK:  # the profile the sieve's prompt carries, synthesised first when due
+        await refresh_before_sieve(ctx)
     if isinstance(deep, CreateMessageResult):  # modern protocol, second round: the model answered
         prepared = await sieve.resume(user_message, assistant_message, session_id)
         if prepared is None:  # the pending run is gone (pruned, or another call settled it)

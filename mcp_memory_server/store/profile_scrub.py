@@ -1,7 +1,8 @@
 """Forgetting reaches the profile: when memories are deleted or archived, in the same transaction,
-every synthesised profile item resting on one of them goes, and the `profile` memory (key
-user.profile) that carries the profile's text is removed with its index row and history; the
-next read synthesises both again from what is left. "Forget this" leaves nothing behind."""
+every synthesised profile item resting on one of them goes (and the profile is marked stale, to
+be synthesised again from what is left), and a `profile` memory (key user.profile) that older
+versions wrote to carry the profile's text is removed with its index row and history. "Forget
+this" leaves nothing behind."""
 
 from __future__ import annotations
 
@@ -36,8 +37,12 @@ async def scrub(conn: Conn, sql: Statements, namespace: str, numbers: Sequence[i
     gone = {memory_id(n) for n in numbers}
     stored = await scalar(conn, sql.profile_data, (namespace,))
     if stored is not None:
+        before = json.loads(stored)
         data = _clean(json.loads(stored), gone)
-        await conn.execute(sql.profile_scrubbed, (json.dumps(data, ensure_ascii=False), namespace))
+        # Stale only when it cited what is gone: a note or a working memory the sieve settles
+        # every turn would otherwise make the profile due again after every extract.
+        if data != before:
+            await conn.execute(sql.profile_scrubbed, (json.dumps(data, ensure_ascii=False), namespace))
     mirror = await scalars(conn, sql.key_seqs, (namespace, PROFILE_KEY))
     if mirror:
         for statement in (sql.delete_history, sql.delete_fts, sql.delete_memories):

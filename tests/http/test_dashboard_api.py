@@ -330,10 +330,9 @@ def test_export_then_import_into_another_server(served: Served, tmp_path: Path, 
         assert re.fullmatch(r'attachment; filename="memories-\d{4}-\d{2}-\d{2}\.json"', disposition), disposition
         document = exported.json()
         assert document["namespace"] == "transfer" and len(document["memories"]) == 3
-        # The profile memory, which the profile edit brought about, is made again, not exported.
+        # The profile edit wrote the profile table alone: no memory of its own.
         source = {m["id"]: m for m in ok(client.get("/memories", params={"limit": 100}))["items"]}
-        assert [m["category"] for m in source.values()].count("profile") == 1
-        source = {i: m for i, m in source.items() if m["category"] != "profile"}
+        assert [m["category"] for m in source.values()].count("profile") == 0 and len(source) == 3
 
     with dashboard_server(tmp_path, cache_dir) as other, httpx2.Client(base_url=f"{other.url}/api") as target:
         assert ok(target.get("/info"))["auth"] is False

@@ -57,15 +57,16 @@ def _stale(service: MemoryService) -> bool:
 async def test_chinese_profile_is_grounded(service: MemoryService) -> None:
     ids = await _fill(service, CHINESE)
     profile = await profiles.get_profile(service.store)
-    assert profile.method == "deterministic" and profile.memory_id is not None
+    assert profile.method == "deterministic"
     assert _cited(profile) <= set(ids) and ids[0] in profile.summary.sources
     assert "后端工程师" in profile.summary.text
     assert profile.language_preferences.text == "中文为主，技术词汇中英混用"
-    assert [p.text for p in profile.active_projects] == ["周五前提交季度报告", "正在把博客迁移到静态站点 Hugo"]
+    assert [p.text for p in profile.active_projects] == ["正在把博客迁移到静态站点 Hugo"]
     assert any(d.text.lower() == "python" for d in profile.domains), profile.domains
     assert any("身份背景" in s.text for s in profile.high_value_signals)
-    memory = await service.get(profile.memory_id)
-    assert (memory.category, memory.key, memory.source) == ("profile", "user.profile", "system")
+    # Read, never stored: no profile row, no memory of its own.
+    assert rawdb.rows(service.config, "SELECT 1 FROM profile") == []
+    assert (await service.list_memories()).total == len(ids)
 
 
 async def test_english_profile_and_determinism(service: MemoryService) -> None:
@@ -73,28 +74,31 @@ async def test_english_profile_and_determinism(service: MemoryService) -> None:
     first = await profiles.get_profile(service.store)
     again = await profiles.get_profile(service.store, refresh=True)
     assert first.model_dump(exclude={"synthesized_at"}) == again.model_dump(exclude={"synthesized_at"})
+    assert not again.stale
     assert first.language_preferences.text == "Mainly English" and _cited(first) <= set(ids)
     assert first.active_projects[0].sources == [ids[2]]
 
 
 async def test_staleness_follows_memories_about_the_user(service: MemoryService) -> None:
     await _fill(service, ENGLISH)
-    before = await profiles.get_profile(service.store)
+    before = await profiles.get_profile(service.store, refresh=True)
     assert not _stale(service)
     await service.remember(content="The office coffee machine is on floor 3", category="fact")
     assert not _stale(service)
     skill = await service.remember(content="I'm learning Rust on weekends", category="skill", importance=0.95)
     assert _stale(service)
-    after = await profiles.get_profile(service.store)
-    assert not _stale(service) and skill.id in after.summary.sources and after.summary != before.summary
+    after = await profiles.get_profile(service.store)  # rules due: computed for the read, not stored
+    assert _stale(service) and skill.id in after.summary.sources and after.summary != before.summary
+    assert (await profiles.get_profile(service.store, refresh=True)).summary == after.summary
+    assert not _stale(service)
 
 
 async def test_a_forgotten_memory_is_never_cited(service: MemoryService) -> None:
     ids = await _fill(service, CHINESE)
-    await profiles.get_profile(service.store)
+    await profiles.get_profile(service.store, refresh=True)
     await service.forget([ids[0]])
     assert ids[0] not in _cited(await profiles.get_profile(service.store))
-    await profiles.get_profile(service.store)
+    await profiles.get_profile(service.store, refresh=True)
     await apply_changes(service, [{"key": ids[2], "action": "del", "category": "project_state"}])
     profile = await profiles.get_profile(service.store)
     assert ids[2] not in _cited(profile) and all(p.sources != [ids[2]] for p in profile.active_projects)
@@ -190,9 +194,9 @@ async def test_forget_leaves_nothing_behind_in_the_profile(service: MemoryServic
     """SPEC 5: a forgotten memory's words survive nowhere: not in the profile, not in the profile
     memory (nor its history), not in what recall finds."""
     tokyo = await service.remember(content="我住在东京，是不动产投资者", category="identity", importance=0.9)
-    await profiles.get_profile(service.store)
+    await profiles.get_profile(service.store, refresh=True)
     await service.remember(content="我是后端工程师，主要写 Go", category="identity", importance=0.8)
-    await profiles.get_profile(service.store)
+    await profiles.get_profile(service.store, refresh=True)
     await service.forget([tokyo.id])
     peeked = await profiles.peek(service.store)
     assert peeked is not None and "东京" not in peeked.model_dump_json()

@@ -96,8 +96,7 @@ function show(ctx, container, profile) {
   container.append(
     h('p', { class: 'lead', 'data-testid': 'profile-meta' },
       t(`profile.method_${profile.method}`, {}, null) ?? profile.method, ' · ',
-      profile.synthesized_at ? t('profile.synthesized', { when: fmtDate(profile.synthesized_at) }) : t('profile.never'),
-      profile.memory_id ? [' · ', h('a', { href: `#/memory/${encodeURIComponent(profile.memory_id)}` }, profile.memory_id)] : null),
+      profile.synthesized_at ? t('profile.synthesized', { when: fmtDate(profile.synthesized_at) }) : t('profile.never')),
     h('div', { class: 'grid-2' }, TEXTS.map(textCard)),
     h('div', { class: 'grid-2' }, LISTS.map(listCard)));
 }
