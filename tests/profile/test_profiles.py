@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ from mcp_memory_server.memory.change_ops import apply_changes
 from mcp_memory_server.profile import Profile
 from mcp_memory_server.profile import profile as profiles
 from mcp_memory_server.server import build_server
+from mcp_memory_server.store.rows import utcnow
 from mcp_memory_server.text import Segmenter
 
 from .. import rawdb
@@ -99,7 +101,8 @@ async def test_a_forgotten_memory_is_never_cited(service: MemoryService) -> None
     await service.forget([ids[0]])
     assert ids[0] not in _cited(await profiles.get_profile(service.store))
     await profiles.get_profile(service.store, refresh=True)
-    await apply_changes(service, [{"key": ids[2], "action": "del", "category": "project_state"}])
+    later = utcnow() + timedelta(days=8)  # a model's del leaves a memory younger than 7 days alone
+    await apply_changes(service, [{"key": ids[2], "action": "del", "category": "project_state"}], now=later)
     profile = await profiles.get_profile(service.store)
     assert ids[2] not in _cited(profile) and all(p.sources != [ids[2]] for p in profile.active_projects)
     # Even a stored profile read without re-synthesis drops citations of what is gone.
