@@ -16,13 +16,15 @@ import logging
 import weakref
 from datetime import datetime, timedelta
 
+import anyio
+
 from ..errors import InvalidInput
 from ..store.rows import utcnow
 from ..store.store import Store
 from . import profile as profiles
 from .profile import Profile
 
-__all__ = ["RETRY_AFTER", "SYSTEM", "claim", "due", "json_part", "keep_answer", "release"]
+__all__ = ["RETRY_AFTER", "SYSTEM", "claim", "due", "json_part", "keep_answer", "release", "settled"]
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +32,7 @@ SYSTEM = "You write a concise, grounded user profile from stored memories. Answe
 RETRY_AFTER = timedelta(minutes=10)
 
 # Per store (a namespace in this process): a synthesis under way, and when the last one failed.
-_running: weakref.WeakSet[Store] = weakref.WeakSet()
+_running: weakref.WeakKeyDictionary[Store, anyio.Event] = weakref.WeakKeyDictionary()
 _failed: weakref.WeakKeyDictionary[Store, datetime] = weakref.WeakKeyDictionary()
 
 
@@ -49,12 +51,23 @@ def claim(store: Store) -> bool:
     """Take the store's one synthesis slot; False when another is under way."""
     if store in _running:
         return False
-    _running.add(store)
+    _running[store] = anyio.Event()
     return True
 
 
 def release(store: Store) -> None:
-    _running.discard(store)
+    done = _running.pop(store, None)
+    if done is not None:
+        done.set()
+
+
+async def settled(store: Store) -> bool:
+    """Wait for a synthesis under way to end (the caller bounds the wait); whether one was."""
+    running = _running.get(store)
+    if running is None:
+        return False
+    await running.wait()
+    return True
 
 
 def json_part(text: str) -> str:

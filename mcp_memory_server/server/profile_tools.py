@@ -72,7 +72,13 @@ async def refresh_before_sieve(ctx: Ctx) -> None:
         if (await profiles.stored(store)).due_for_rules(utcnow()):
             await profiles.synthesize_by_rules(store)
         return
-    if modern(ctx) or not await sampling.due(store) or not sampling.claim(store):
+    if modern(ctx):
+        return
+    # One already under way (the session's start, another call): the sieve waits for its answer.
+    with anyio.move_on_after(state(ctx).config.conversation.sampling_timeout_s):
+        if await sampling.settled(store):
+            return
+    if not await sampling.due(store) or not sampling.claim(store):
         return
     try:
         answer, failure = await ask_client(ctx, await _request(store))

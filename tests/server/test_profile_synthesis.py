@@ -15,8 +15,12 @@ from mcp import Client
 from mcp_types import CreateMessageRequestParams, CreateMessageResult, ErrorData, TextContent
 
 from mcp_memory_server.config import Config
+from mcp_memory_server.profile import sampling
 from mcp_memory_server.profile.sampling import SYSTEM
 from mcp_memory_server.server import build_server
+from mcp_memory_server.server.app import CURRENT
+from mcp_memory_server.server.profile_tools import profile_request
+from mcp_memory_server.store import Store
 from mcp_memory_server.text import Segmenter
 
 from ..calls import call
@@ -129,6 +133,40 @@ async def test_session_start_synthesises_a_stale_profile(config: Config, segment
             while (profile := await _profile(client))["method"] != "model":  # noqa: ASYNC110
                 await anyio.sleep(0.05)
     assert len(model.profile_prompts) == 1 and "lives in 杭州" in profile["summary"]["text"]
+
+
+async def test_extract_waits_for_a_synthesis_under_way(config: Config, segmenter: Segmenter) -> None:
+    """Another synthesis holds the store's slot (the session start's, or another call's) when
+    `extract` comes: the sieve waits for its profile instead of using the stale one."""
+    server = build_server(config, segmenter)
+    stores: list[Store] = []
+
+    async def capture(ctx: Any, call_next: Any) -> Any:  # the server's store
+        stores.append(CURRENT.get().store)
+        return await call_next(ctx)
+
+    server.middleware.append(capture)
+    model = Model()
+    async with Client(server, mode="legacy", sampling_callback=model) as client:
+        for memory in MEMORIES:
+            await call(client, "remember", **memory)
+        await call(client, "refresh_profile")
+        await call(client, "remember", content="I moved to Berlin", key="user.city", category="identity")
+        store = stores[-1]
+        assert sampling.claim(store)
+        asked = len(model.profile_prompts)
+
+        async def other_synthesis() -> None:
+            await anyio.sleep(0.5)
+            answer = await model(None, (await profile_request(store)).params)
+            await sampling.keep_answer(store, answer.content.text)  # type: ignore[union-attr]
+            sampling.release(store)
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(other_synthesis)
+            await call(client, "extract", user_message="Go 服务的日志在哪", assistant_message="在 /var/log")
+    assert "lives in Berlin" in model.sieve_prompts[-1], model.sieve_prompts[-1]
+    assert len(model.profile_prompts) == asked + 1  # the other synthesis' question: none by extract
 
 
 @pytest.mark.parametrize("behaviour", ["garbage", "fail", "slow"])
