@@ -16,6 +16,7 @@ from ..config.config import Config
 from ..models import RecallResult, Stage
 from ..store.rows import Candidate, MemoryRow, memory_id, utcnow
 from ..store.store import Store
+from ..text.corrections import Successor
 from ..text.keyword_query import KeywordQuery
 from ..text.provisional import provisional_tokens
 from ..text.scripts import script_of
@@ -24,6 +25,7 @@ from ..text.tokens import char_queries, keyword_query, keywords, normalize, sent
 __all__ = [
     "Scored",
     "TermPlan",
+    "below_their_successors",
     "extract_keywords",
     "floor_of",
     "plan_terms",
@@ -249,9 +251,46 @@ def score_candidates(
         ) * boost
         parts = (keyword, semantic, category, recency, frequency, r.confidence, boost)
         scored.append(Scored(cand, total, relevant, parts))
+    scored = below_their_successors(scored)
     # Ties go to the most recently updated (ISO timestamps sort as text).
     scored.sort(key=lambda s: (s.score, s.candidate.row.updated_at), reverse=True)
     return scored
+
+
+# How far below its successor a superseded memory is put: enough to show in a score rounded to 4 places.
+_SUPERSEDED_GAP = 0.001
+
+
+def below_their_successors(scored: list[Scored]) -> list[Scored]:
+    """Each superseded candidate scored just below the lowest of its successors among the
+    candidates: a later memory of the same keyed fact (I moved to Berlin under user.city over an
+    unkeyed 我住在北京), or a later correction of it (截止日期不是3月1日，而是3月15日 over
+    截止日期是3月1日; text/corrections.py says when one corrects another). Whatever its words share
+    with the query or the session's topic, a value the user replaced never ranks above what replaced
+    it. Only memories with a keyed fact's key or of category correction can supersede, so a recall
+    without them costs one pass over the candidates."""
+    successors = [
+        (n.candidate.row, found)
+        for n in scored
+        if (found := Successor.of(n.candidate.row.content, n.candidate.row.key, n.candidate.row.category))
+    ]
+    if not successors:
+        return scored
+    final: dict[int, float] = {}
+    out: list[Scored] = []
+    # Newest first: a successor's own score is final before the older memories it caps are read.
+    for s in sorted(scored, key=lambda s: s.candidate.row.updated_at, reverse=True):
+        r = s.candidate.row
+        caps = [
+            final[row.seq]
+            for row, successor in successors
+            if row.updated_at > r.updated_at and successor.supersedes(r.content, r.key)
+        ]
+        if caps and s.score >= min(caps):
+            s = replace(s, score=max(0.0, min(caps) - _SUPERSEDED_GAP))
+        final[r.seq] = s.score
+        out.append(s)
+    return out
 
 
 @dataclass(slots=True)

@@ -174,6 +174,7 @@ class Sieve:
                 pattern=s.pattern,
                 forced=s.forced,
                 deep=False,
+                key=s.key,
             )
             for s in kept
         ]
@@ -365,6 +366,7 @@ class Sieve:
         pattern: str | None,
         forced: bool,
         deep: bool,
+        key: str | None = None,
     ) -> ExtractedItem:
         personal = self.service.config.limits.personal_numbers
         screened = screen_text(content, personal)
@@ -400,11 +402,13 @@ class Sieve:
         parts = _parts(score)
         if score.decision == "skip":
             return item("skip", f"Value {score.total:.1f} is below 5: not worth keeping.", parts)
-        tier = "working" if deep or score.decision == "working" else "core"
+        # A keyed fact (user.city) is core whatever its novelty: it updates the memory holding its key.
+        tier = "working" if (deep or score.decision == "working") and key is None else "core"
         try:
             written = await self.service.remember(
                 content=content,
                 category=category,
+                key=key,
                 importance=importance,
                 source=source,
                 tier=tier,
