@@ -36,6 +36,7 @@ from ..store.extraction_log import ChannelReport, ExtractedItem, ValueParts
 from ..store.rows import parse_id, utcnow
 from ..text.redaction import describe
 from ..text.screening import PERSONAL_KINDS, screen_text
+from .corrections import resolve_keys
 from .signals import detect_signals, forced_instruction, is_small_talk
 from .value import evaluate
 
@@ -158,7 +159,7 @@ class Sieve:
         # Names the log keeps as given: refused whole when they hold a secret, before anything is written.
         validate.screen_name(session_id, "session_id", personal)
         validate.screen_name(client, "client", personal)
-        signals = detect_signals(user_message)
+        signals = await resolve_keys(self.service, detect_signals(user_message))
         # As many as the deep channel takes from the model: one message cannot fill the store (a
         # 20,000-character message of preferences once wrote 919 memories in one call).
         most = self.service.config.limits.max_extract_items

@@ -25,7 +25,20 @@ from .keys import normalise_key
 from .lazy_pattern import LazyPattern, lazy
 from .tokens import similarity
 
-__all__ = ["KEYED_SLOTS", "RESTATES", "Slot", "Successor", "corrected_value", "keyed_slot", "restates", "slot_named"]
+__all__ = [
+    "KEYED_SLOTS",
+    "RESTATES",
+    "Slot",
+    "Successor",
+    "contains",
+    "corrected_pair",
+    "corrected_value",
+    "find_whole",
+    "keyed_slot",
+    "replace_value",
+    "restates",
+    "slot_named",
+]
 
 
 @dataclass(frozen=True)
@@ -148,12 +161,31 @@ _BY_KEY = {slot.key: slot for slot in KEYED_SLOTS}
 
 # The old value a correction names: 不是X而是Y, Y，不是X, not X but Y, Y, not X, instead of X.
 _OLD_VALUE = (
-    lazy(r"不是(?P<old>[^，,。；;！!？?而]{1,20}?)[，,]?\s*(?:而是|而|其实是|应该是|是)"),
-    lazy(r"(?:^|[，,])\s*(?:而)?不是(?P<old>[^，,。；;！!？?]{1,20})(?=[，,。；;！!？?]|$)"),
-    lazy(r"\bnot\s+(?P<old>[^,.;!?]{1,40}?),?\s+but\b", re.IGNORECASE),
-    lazy(r",\s*not\s+(?P<old>[^,.;!?]{1,40})(?=[,.;!?]|$)", re.IGNORECASE),
-    lazy(r"\b(?:instead of|rather than)\s+(?P<old>[^,.;!?]{1,40})", re.IGNORECASE),
+    lazy(r"不是(?P<old>[^，,。；;！!？?而]{1,20}?)[，,]?\s{0,3}(?:而是|而|其实是|应该是|是)"),
+    lazy(r"(?:^|[，,])\s{0,3}(?:而)?不是(?P<old>[^，,。；;！!？?]{1,20})(?=[，,。；;！!？?]|$)"),
+    lazy(r"\bnot\s{1,3}(?P<old>[^,.;!?]{1,40}?),?\s{1,3}but\b", re.IGNORECASE),
+    lazy(r",\s{0,3}not\s{1,3}(?P<old>[^,.;!?]{1,40})(?=[,.;!?]|$)", re.IGNORECASE),
+    lazy(r"\b(?:instead of|rather than)\s{1,3}(?P<old>[^,.;!?]{1,40})", re.IGNORECASE),
 )
+# The old and the new value together: 不是X，(而)?是Y / Y，不是X / not X but Y / Y, not X.
+_PAIR = (
+    lazy(
+        r"不是(?P<old>[^，,。；;！!？?而]{1,20}?)[，,]?\s{0,3}(?:而是|其实是|应该是|是)\s{0,3}(?P<new>[^，,。；;！!？?]{1,20})"
+    ),
+    lazy(
+        r"(?:^|[，,：:]|是)\s{0,3}(?P<new>[^，,。；;！!？?：:]{1,20}?)\s{0,3}[，,]\s{0,3}(?:而)?不是(?P<old>[^，,。；;！!？?]{1,20})"
+        r"(?=[，,。；;！!？?]|$)"
+    ),
+    lazy(r"\bnot\s{1,3}(?P<old>[^,.;!?]{1,40}?),?\s{1,3}but\s{1,3}(?P<new>[^,.;!?]{1,40})", re.IGNORECASE),
+    lazy(
+        r"(?:^|[,:]\s{0,3}|\b(?:is|it's|meant|be)\s{1,3})(?P<new>[^,.;!?:]{1,40}?),\s{0,3}not\s{1,3}"
+        r"(?P<old>[^,.;!?]{1,40})(?=[,.;!?]|$)",
+        re.IGNORECASE,
+    ),
+)
+# The words before a value in what a pair's pattern took (I meant Berlin, 住在柏林, the deadline is
+# March 15): only the value is replaced in the memory it corrects.
+_LEAD = lazy(r"^.*(?:\b(?:is|it's|was|meant|be|to|in|at|on|for)\s+|是|在|到|为)", re.IGNORECASE)
 # What a correction says besides naming itself one: the marker words cut before comparing it with
 # the memory it corrects.
 _MARKERS = lazy(
@@ -194,26 +226,55 @@ def corrected_value(text: str) -> str | None:
     for pattern in _OLD_VALUE:
         match = pattern.search(text)
         if match is not None:
-            old = match.group("old").strip()
+            old = _LEAD.sub("", match.group("old"), count=1).strip() or match.group("old").strip()
             if sum(ch.isalnum() for ch in old) >= 2:
                 return old
     return None
 
 
-def _contains(text: str, part: str) -> bool:
-    """Whether `part` occurs in `text` as a whole (March 1 is not in March 15), ignoring case."""
-    text, part = text.casefold(), part.casefold()
-    start = text.find(part)
+def corrected_pair(text: str) -> tuple[str, str] | None:
+    """The old and the new value a correction names (北京 and 柏林 in 不是北京，是柏林; Beijing and
+    Berlin in "I meant Berlin, not Beijing"), or None."""
+    for pattern in _PAIR:
+        match = pattern.search(text)
+        if match is not None:
+            old, new = (_LEAD.sub("", v, count=1).strip() or v.strip() for v in match.group("old", "new"))
+            if sum(ch.isalnum() for ch in old) >= 2 and any(ch.isalnum() for ch in new):
+                return old, new
+    return None
+
+
+def find_whole(text: str, part: str) -> int:
+    """Where `part` first occurs in `text` as a whole (March 1 is not in March 15), ignoring case;
+    -1 when it does not."""
+    folded_text, folded = text.casefold(), part.casefold()
+    if len(folded_text) != len(text) or not folded:
+        folded_text, folded = text.lower(), part.lower()  # casefold changed lengths (ß): offsets must hold
+    start = folded_text.find(folded)
     while start >= 0:
-        end = start + len(part)
-        before = text[start - 1] if start else " "
-        after = text[end] if end < len(text) else " "
-        whole_start = not (part[0].isascii() and part[0].isalnum() and before.isascii() and before.isalnum())
-        whole_end = not (part[-1].isascii() and part[-1].isalnum() and after.isascii() and after.isalnum())
+        end = start + len(folded)
+        before = folded_text[start - 1] if start else " "
+        after = folded_text[end] if end < len(folded_text) else " "
+        whole_start = not (folded[0].isascii() and folded[0].isalnum() and before.isascii() and before.isalnum())
+        whole_end = not (folded[-1].isascii() and folded[-1].isalnum() and after.isascii() and after.isalnum())
         if whole_start and whole_end:
-            return True
-        start = text.find(part, start + 1)
-    return False
+            return start
+        start = folded_text.find(folded, start + 1)
+    return -1
+
+
+def contains(text: str, part: str) -> bool:
+    """Whether `part` occurs in `text` as a whole, ignoring case (see `find_whole`)."""
+    return find_whole(text, part) >= 0
+
+
+def replace_value(text: str, old: str, new: str) -> str | None:
+    """`text` with its first whole `old` replaced by `new` (我住在北京 with 北京 -> 柏林 is 我住在柏林);
+    None when `old` is not in it."""
+    at = find_whole(text, old)
+    if at < 0 or len(text.lower()) != len(text):
+        return None
+    return text[:at] + new + text[at + len(old) :]
 
 
 def restates(correction: str, older: str) -> bool:
@@ -247,5 +308,5 @@ class Successor:
         if not self.correction:
             return False
         if self.old is not None:
-            return _contains(content, self.old)
+            return contains(content, self.old)
         return bool(self.body) and similarity(self.body, content) >= RESTATES

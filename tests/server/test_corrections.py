@@ -98,6 +98,33 @@ async def test_a_statement_is_keyed_and_its_correction_updates_it(
     assert (await call(client, "list"))["total"] == 1
 
 
+@pytest.mark.parametrize(
+    ("statement", "correction", "now"),
+    [
+        ("我住在北京", "不是北京，是柏林", "我住在柏林"),
+        ("I live in Beijing", "I meant Berlin, not Beijing", "I live in Berlin"),
+        ("我在阿里工作", "Sorry, not 阿里 but 腾讯", "我在腾讯工作"),
+    ],
+)
+async def test_a_correction_naming_only_the_values_finds_its_key(
+    client: Client, statement: str, correction: str, now: str
+) -> None:
+    first = fast(await call(client, "extract", user_message=statement))
+    second = fast(await call(client, "extract", user_message=correction))
+    assert [(i["id"], i["action"], i["content"]) for i in second] == [(first[0]["id"], "updated", now)]
+    held = await memory(client, first[0]["id"])
+    assert held["content"] == now and [h["content"] for h in held["history"]] == [statement]
+
+
+async def test_a_correction_whose_old_value_two_facts_hold_stays_its_own(client: Client) -> None:
+    await call(client, "remember", content="我住在Lisbon", key="user.city", category="identity")
+    await call(client, "remember", content="I work at Lisbon Labs", key="user.employer", category="identity")
+    (item,) = fast(await call(client, "extract", user_message="不是Lisbon，是Porto"))
+    assert (item["action"], item["category"]) == ("created", "correction")
+    listed = await call(client, "list", category="identity")
+    assert sorted(m["content"] for m in listed["items"]) == ["I work at Lisbon Labs", "我住在Lisbon"]
+
+
 async def test_statements_that_are_not_the_user_s_value_are_not_keyed(client: Client) -> None:
     for said in (
         "他说我住在北京",
