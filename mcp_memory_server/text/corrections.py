@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from .keys import normalise_key
 from .lazy_pattern import LazyPattern, lazy
-from .tokens import similarity
+from .tokens import _DIGITS, _shingles, normalize
 
 __all__ = [
     "KEYED_SLOTS",
@@ -280,7 +280,48 @@ def replace_value(text: str, old: str, new: str) -> str | None:
 def restates(correction: str, older: str) -> bool:
     """Whether `correction` corrects `older`: it names a value `older` holds as the wrong one, or,
     naming none, says the same thing with something changed (see `RESTATES`)."""
-    return Successor(correction, None, _CORRECTION_CATEGORY).supersedes(older, None)
+    return Successor(correction, None, _CORRECTION_CATEGORY).supersedes(Compared(older, None))
+
+
+class Compared:
+    """An older memory as successors compare it: each part is read once, when first needed, however
+    many successors it is compared with (a recall compares up to 100 candidates with each other)."""
+
+    __slots__ = ("_digits", "_shingles", "_slot", "_slot_read", "content", "key")
+
+    def __init__(self, content: str, key: str | None) -> None:
+        self.content = content
+        self.key = key
+        self._slot: Slot | None = None
+        self._slot_read = False
+        self._shingles: set[str] | None = None
+        self._digits: list[str] | None = None
+
+    @property
+    def slot(self) -> Slot | None:
+        if not self._slot_read:
+            self._slot, self._slot_read = keyed_slot(self.content), True
+        return self._slot
+
+    def similarity(self, other: Compared) -> float:
+        """`text.tokens.similarity` of the two texts, from parts each computes once."""
+        sa, sb = self.shingles, other.shingles
+        if not sa or not sb:
+            return 1.0 if sa == sb else 0.0
+        score = len(sa & sb) / len(sa | sb)
+        return score / 2 if self.digits != other.digits else score
+
+    @property
+    def shingles(self) -> set[str]:
+        if self._shingles is None:
+            self._shingles = _shingles(self.content)
+        return self._shingles
+
+    @property
+    def digits(self) -> list[str]:
+        if self._digits is None:
+            self._digits = sorted(_DIGITS.findall(normalize(self.content)))
+        return self._digits
 
 
 class Successor:
@@ -293,20 +334,21 @@ class Successor:
         self.slot = slot_named(key)
         self.correction = category == _CORRECTION_CATEGORY
         self.old = corrected_value(content) if self.correction else None
-        self.body = _MARKERS.sub(" ", content).strip() if self.correction and self.old is None else ""
+        body = _MARKERS.sub(" ", content).strip() if self.correction and self.old is None else ""
+        self.body = Compared(body, None) if body else None
 
     @classmethod
     def of(cls, content: str, key: str | None, category: str) -> Successor | None:
         """The memory as a successor, or None when it cannot supersede anything."""
         return cls(content, key, category) if category == _CORRECTION_CATEGORY or slot_named(key) else None
 
-    def supersedes(self, content: str, key: str | None) -> bool:
+    def supersedes(self, older: Compared) -> bool:
         """Whether this (newer) memory supersedes an older one: both state the same keyed fact (this
         one under its key, the older one unkeyed in words), or this one is a correction of it."""
-        if self.slot is not None and key is None and keyed_slot(content) is self.slot:
+        if self.slot is not None and older.key is None and older.slot is self.slot:
             return True
         if not self.correction:
             return False
         if self.old is not None:
-            return contains(content, self.old)
-        return bool(self.body) and similarity(self.body, content) >= RESTATES
+            return contains(older.content, self.old)
+        return self.body is not None and self.body.similarity(older) >= RESTATES

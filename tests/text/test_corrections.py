@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from mcp_memory_server.text.corrections import (
+    Compared,
     Successor,
     corrected_pair,
     corrected_value,
@@ -58,9 +59,11 @@ def test_a_correction_supersedes_what_it_names_or_restates() -> None:
 def test_a_keyed_fact_supersedes_the_same_fact_unkeyed() -> None:
     city = Successor.of("I moved to Berlin", "user.city", "identity")
     assert city is not None
-    assert city.supersedes("我住在北京", None) and city.supersedes("The user lives in Beijing", None)
-    assert not city.supersedes("我住在北京", "user.home")  # a keyed memory is its own slot's
-    assert not city.supersedes("I work at SAP", None)
+    assert city.supersedes(Compared("我住在北京", None)) and city.supersedes(
+        Compared("The user lives in Beijing", None)
+    )
+    assert not city.supersedes(Compared("我住在北京", "user.home"))  # a keyed memory is its own slot's
+    assert not city.supersedes(Compared("I work at SAP", None))
     assert Successor.of("I live in Berlin", None, "identity") is None  # neither keyed nor a correction
     assert Successor.of("I live in Berlin", "project.city", "identity") is None
 

@@ -155,7 +155,9 @@ ENTRY_POINTS: dict[str, Callable[[str], object]] = {
     "compound_parts": signals.compound_parts,
     "keyed_slot": lambda text: corrections.keyed_slot(text, correction=True),
     "corrected_value": corrections.corrected_value,
-    "supersedes": lambda text: corrections.Successor(text, "user.city", "correction").supersedes(text, None),
+    "supersedes": lambda text: corrections.Successor(text, "user.city", "correction").supersedes(
+        corrections.Compared(text, None)
+    ),
     "is_small_talk": lambda text: signals.is_small_talk(text, ""),
     "evaluate": lambda text: value.evaluate(text, category="fact", importance=0.5, source="user", existing=[text]),
     "parse_answer": answered(parse_answer),
