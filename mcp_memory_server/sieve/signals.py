@@ -245,10 +245,7 @@ def detect_signals(user_message: str) -> list[Signal]:
             if kept is None:
                 continue
             text = _clean(_strip_fillers(kept))
-        for part in compound_parts(text):
-            signal = _classify(part, forced)
-            if signal is None:
-                continue
+        for signal in _compound_signals(text, forced):
             seen_as = (signal.category, fingerprint(signal.content))
             if seen_as not in seen:
                 seen.add(seen_as)
@@ -263,22 +260,46 @@ def compound_parts(text: str) -> list[str]:
     SAP). Only when every clause is a high-signal sentence on its own, so a reason (我用Go，因为快),
     a list (I like tea, coffee and juice), a correction (不是北京，而是柏林) or a clause about
     someone else stay one sentence; otherwise `[text]`."""
+    split = _split(text, forced=False)
+    return [s.content for s in split] if split else [text]
+
+
+def _compound_signals(text: str, forced: bool) -> list[Signal]:
+    """The signals of a sentence: one per clause when `compound_parts` splits it, each clause
+    classified once; else the sentence's own, if any."""
+    split = _split(text, forced)
+    if split:
+        return split
+    signal = _classify(text, forced)
+    return [signal] if signal is not None else []
+
+
+def _split(text: str, forced: bool) -> list[Signal] | None:
+    """The signals of the clauses of a compound sentence (see `compound_parts`), or None when it is
+    not one."""
     if not _SPEAKER_START.match(text) or _CORRECTION_RULE.search(text):
-        return [text]
+        return None
     pieces = [p for p in _COMPOUND_CUT.split(text) if p]
     if not 2 <= len(pieces) <= _MAX_COMPOUND:
-        return [text]
+        return None
     parts = [pieces[0]]
     for piece in pieces[1:]:
         piece = _CONJUNCTION.sub("", piece, count=1)
         if not piece:
-            return [text]
+            return None
         if not _SPEAKER_START.match(piece):
             piece = ("我" if is_cjk(piece[0]) else "I ") + piece
         parts.append(piece)
-    if all(_classify(part, forced=False) is not None for part in parts):
-        return parts
-    return [text]
+    found: list[Signal] = []
+    # The clauses the speaker was written into first: when one says nothing alone, it is usually one
+    # of those (我决定用Go，因为快), and the others need not be classified.
+    for part in (*parts[1:], parts[0]):
+        signal = _classify(part, forced)
+        # A clause must say something itself: an explicit instruction alone ("forced") does not count.
+        if signal is None or signal.pattern == "forced":
+            return None
+        found.append(signal)
+    return [found[-1], *found[:-1]]
 
 
 def _classify(text: str, forced: bool) -> Signal | None:
