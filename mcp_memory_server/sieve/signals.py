@@ -2,7 +2,10 @@
 
 No model and no database. A user message is cut into sentences and each sentence yields at most
 one `Signal`: the first kind in `KINDS` order that matches. A correction comes first because it
-overrides something stored before; identity next because it is the most durable.
+overrides something stored before; identity next because it is the most durable. A sentence of
+several facts about the speaker yields one per clause (`compound_parts`), and a statement of a fact
+with one value at a time (where the user lives, works, their job, name, partner) carries its key
+(`text.corrections`), so that the next statement or correction of it updates the same memory.
 
 Patterns are anchored on the speaker (我喜欢, I prefer, 我们决定), not on bare keywords: that keeps
 talk about other people (他喜欢) and requests (I'd like to ask) out. Questions, hypotheticals
@@ -126,7 +129,7 @@ class Signal:
     importance: float  # 0-1, from IMPORTANCE; at least FORCED_IMPORTANCE when forced
     pattern: str  # the kind that matched (one of KINDS), or "forced" when only the instruction did
     forced: bool  # the user explicitly asked us to remember it (always stored)
-    # The keyed fact it states (user.city, user.employer, ...; see `corrections`): stored under this
+    # The keyed fact it states (user.city, user.employer, ...; see text.corrections): stored under this
     # key, a later statement or correction of the fact updates that memory and keeps its history.
     key: str | None = None
 
