@@ -39,6 +39,7 @@ from ..store.extraction_log import ChannelReport, ExtractedItem, ValueParts
 from ..store.rows import parse_id, utcnow
 from ..text.redaction import describe
 from ..text.screening import PERSONAL_KINDS, screen_text
+from .corrections import resolve_keys
 from .intents import COVER_SHARE, MATCH_SHARE, WITHHELD, Intents, contained, detect_intents
 from .signals import detect_signals, forced_instruction, is_small_talk, split_sentences
 from .value import Nearby, ValueScore, evaluate
@@ -168,7 +169,9 @@ class Sieve:
         validate.screen_name(client, "client", personal)
         intents = detect_intents(user_message)
         forgotten = [await self._forget(target) for target in (f.target for f in intents.forget)]
-        signals = detect_signals(intents.kept_message() if intents.excluded else user_message)
+        signals = await resolve_keys(
+            self.service, detect_signals(intents.kept_message() if intents.excluded else user_message)
+        )
         # As many as the deep channel takes from the model: one message cannot fill the store (a
         # 20,000-character message of preferences once wrote 919 memories in one call).
         most = self.service.config.limits.max_extract_items
@@ -184,6 +187,7 @@ class Sieve:
                 pattern=s.pattern,
                 forced=s.forced,
                 deep=False,
+                key=s.key,
             )
             for s in kept
         ]
@@ -400,6 +404,7 @@ class Sieve:
         forced: bool,
         deep: bool,
         exclude: str | None = None,
+        key: str | None = None,
     ) -> ExtractedItem:
         personal = self.service.config.limits.personal_numbers
         screened = screen_text(content, personal)
@@ -439,11 +444,13 @@ class Sieve:
             return item("skip", f"Already stored: {_name(nearest)} says this.", parts, _Matched(nearest.id))
         if score.decision == "skip":
             return item("skip", _skipped(score, nearest), parts)
-        tier = "working" if deep or score.decision == "working" else "core"
+        # A keyed fact (user.city) is core whatever its novelty: it updates the memory holding its key.
+        tier = "working" if (deep or score.decision == "working") and key is None else "core"
         try:
             written = await self.service.remember(
                 content=content,
                 category=category,
+                key=key,
                 importance=importance,
                 source=source,
                 tier=tier,

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from ..text.lazy_pattern import LazyPattern, lazy
 
 __all__ = [
+    "EMPHASIS",
+    "EMPHASIS_PREFIX",
     "EN_FORCED",
     "FILLER_PREFIX",
     "FORCED_PREFIXES",
@@ -271,6 +273,27 @@ EN_FORCED = _re(
     r"|(?:don't|do not|never) forget\b|note(?: that\b|\s*[:：])|(?:note|write|jot) (?:this |that |it )?down\b"
     r"|take note\b|make a note\b|keep in mind\b"
     r"|bear in mind\b|memori[sz]e\b|commit (?:this|it|that) to memory\b|for future reference\b|for the record\b)"
+)
+# Emphasis counts as an instruction to remember (seed 002: the user stresses that something matters,
+# or says it will be needed later): 这个很重要：…, 以后会用到：…, "this is important: …", "I'll need
+# this later". Only as a label (before a colon) or as the end of the sentence, so "it's important to
+# eat well" and 重要的是… (an insight) stay out.
+EMPHASIS = _re(
+    r"(?<![不没])(?<!不太)(?<!没那么)(?:很|非常|特别|十分|超级|极其|最)?重要(?:的(?:事|一点|信息|东西))?\s*[：:!！]",
+    r"(?:这个|这|这点|这一点|这件事|这条|以上|上面的?)(?:很|非常|特别|十分|超级)重要(?=[\s。！!~～]*$)",
+    r"(?:以后|将来|之后|后面|回头|日后)(?:可能|肯定|还|都|一定)?(?:会|要|得)?用(?:得)?[到上](?:的)?(?=\s*[：:]|[\s。！!~～]*$)",
+    r"\b(?:this|it|that)(?:'s| is) (?:very |really |super |extremely |critically )?important(?=\s*[:!：]|[\s.!]*$)",
+    r"^important\s*[:!：]|\bi(?:'ll| will)(?: probably| definitely)? need (?:this|it|that) later\b|\bfor later\s*[:：]",
+)
+# The emphasis at the start of a sentence, to see whether anything follows it (这个很重要。 alone
+# stresses what comes next, as 记住： does).
+EMPHASIS_PREFIX = _re(
+    r"^(?:这个|这|这点|这一点|这件事|这条|以下|下面的?|以上|上面的?)?(?:很|非常|特别|十分|超级|最)?重要"
+    r"(?:的(?:事|一点|信息|东西))?[\s：:!！。~～]*",
+    r"^(?:这个|这些)?(?:以后|将来|之后|后面|回头|日后)(?:可能|肯定|还|都|一定)?(?:会|要|得)?用(?:得)?[到上](?:的)?[\s：:。!！~～]*",
+    r"^(?:this|it|that)(?:'s| is) (?:very |really |super |extremely |critically )?important[\s:!：.]*",
+    r"^important[\s:!：.]*",
+    r"^i(?:'ll| will)(?: probably| definitely)? need (?:this|it|that) later[\s:：,.!-]*",
 )
 POLITE_REQUEST = _re(
     r"^(?:你)?(?:能|可以|能不能|可不可以|会)(?:帮我)?(?:记住|记下|记一下)",

@@ -2,7 +2,10 @@
 
 No model and no database. A user message is cut into sentences and each sentence yields at most
 one `Signal`: the first kind in `KINDS` order that matches. A correction comes first because it
-overrides something stored before; identity next because it is the most durable.
+overrides something stored before; identity next because it is the most durable. A sentence of
+several facts about the speaker yields one per clause (`compound_parts`), and a statement of a fact
+with one value at a time (where the user lives, works, their job, name, partner) carries its key
+(`text.corrections`), so that the next statement or correction of it updates the same memory.
 
 Patterns are anchored on the speaker (我喜欢, I prefer, 我们决定), not on bare keywords: that keeps
 talk about other people (他喜欢) and requests (I'd like to ask) out. Questions, hypotheticals
@@ -16,10 +19,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..text.corrections import keyed_slot
 from ..text.lazy_pattern import lazy
 from ..text.stopwords import SINGLE_CHAR_STOPWORDS, STOPWORDS
 from ..text.tokens import fingerprint, is_cjk
 from .signal_patterns import (
+    EMPHASIS,
+    EMPHASIS_PREFIX,
     EN_FORCED,
     FILLER_PREFIX,
     FORCED_PREFIXES,
@@ -42,6 +48,7 @@ __all__ = [
     "KINDS",
     "SMALL_TALK_REPLY_CHARS",
     "Signal",
+    "compound_parts",
     "detect_signals",
     "forced_instruction",
     "is_small_talk",
@@ -104,6 +111,13 @@ _PIECE_END = lazy(r"[，,。.!！?？~～…;；、\n]+")
 _LATIN_WORD = lazy(r"[^\W_]+")
 _CONTRACTION = lazy(r"['’](?:s|m|re|ve|ll|d|t)\b", re.IGNORECASE)  # don't -> don, a stopword
 _SPEAKER_REMEMBERS = lazy(r"我(?:已经|都|会|没|没有|能|也|还|一定会|不会|就)?$")
+# Compound sentences: the speaker at the start of a clause, the cuts between clauses (a run of
+# blanks is entered from its first one only, the lookbehind), the conjunctions that open a clause.
+_SPEAKER_START = lazy(r"(?:我|i\b|i['’]|my\b)", re.IGNORECASE)
+_COMPOUND_CUT = lazy(r"(?<!\s)\s*[，,；;](?!\d)\s*(?:and\s+)?|(?<!\s)\s+and\s+", re.IGNORECASE)
+_CONJUNCTION = lazy(r"^(?:而且|并且|同时|另外|以及|also\s+|plus\s+)", re.IGNORECASE)
+_MAX_COMPOUND = 8
+_CORRECTION_RULE = next(rule.pattern for rule in RULES if rule.kind == "correction")
 
 
 @dataclass(frozen=True)
@@ -115,6 +129,9 @@ class Signal:
     importance: float  # 0-1, from IMPORTANCE; at least FORCED_IMPORTANCE when forced
     pattern: str  # the kind that matched (one of KINDS), or "forced" when only the instruction did
     forced: bool  # the user explicitly asked us to remember it (always stored)
+    # The keyed fact it states (user.city, user.employer, ...; see text.corrections): stored under this
+    # key, a later statement or correction of the fact updates that memory and keeps its history.
+    key: str | None = None
 
 
 def split_sentences(text: str) -> list[str]:
@@ -176,7 +193,7 @@ def _forced(sentence: str) -> bool:
     sentence = strip_tag(sentence)
     if is_question(sentence) and not POLITE_REQUEST.search(sentence):
         return False
-    if EN_FORCED.search(sentence):
+    if EN_FORCED.search(sentence) or EMPHASIS.search(sentence):
         return True
     for match in ZH_FORCED.finditer(sentence):
         # 我 and at most three characters (and a newline) before the order: read no further back, as
@@ -223,28 +240,95 @@ def detect_signals(user_message: str) -> list[Signal]:
         forced = forced_rest or _forced(sentence)
         if forced:
             text = _clean(_strip_fillers(_strip_forced(_strip_fillers(strip_tag(sentence)))))
-            if not text:
-                forced_rest = True  # the instruction introduces what follows
+            if not text or not _clean(EMPHASIS_PREFIX.sub("", text, count=1)):
+                forced_rest = True  # the instruction (记住：, 这个很重要：) introduces what follows
                 continue
         else:
             kept = statement(sentence)
             if kept is None:
                 continue
             text = _clean(_strip_fillers(kept))
-        signal = _classify(text, forced)
-        if signal is None:
-            continue
-        key = (signal.category, fingerprint(signal.content))
-        if key not in seen:
-            seen.add(key)
-            signals.append(signal)
+        for signal in _compound_signals(text, forced):
+            seen_as = (signal.category, fingerprint(signal.content))
+            if seen_as not in seen:
+                seen.add(seen_as)
+                signals.append(signal)
     return signals
+
+
+def compound_parts(text: str) -> list[str]:
+    """The separate facts of a sentence that states several about the speaker (seed 002: compound
+    information is split): 我住在杭州，在阿里工作，喜欢爬山 and "I live in Berlin, work at SAP and love
+    hiking" give three sentences each, the speaker written into each clause (我在阿里工作, I work at
+    SAP). Only when every clause is a high-signal sentence on its own, so a reason (我用Go，因为快),
+    a list (I like tea, coffee and juice), a correction (不是北京，而是柏林) or a clause about
+    someone else stay one sentence; otherwise `[text]`."""
+    split = _split(text, forced=False)
+    return [s.content for s in split] if split else [text]
+
+
+def _compound_signals(text: str, forced: bool) -> list[Signal]:
+    """The signals of a sentence: one per clause when `compound_parts` splits it, each clause
+    classified once; else the sentence's own, if any."""
+    split = _split(text, forced)
+    if split:
+        return split
+    signal = _classify(text, forced)
+    return [signal] if signal is not None else []
+
+
+def _split(text: str, forced: bool) -> list[Signal] | None:
+    """The signals of the clauses of a compound sentence (see `compound_parts`), or None when it is
+    not one."""
+    if not _SPEAKER_START.match(text) or _CORRECTION_RULE.search(text):
+        return None
+    pieces = [p for p in _COMPOUND_CUT.split(text) if p]
+    if not 2 <= len(pieces) <= _MAX_COMPOUND:
+        return None
+    parts = [pieces[0]]
+    for piece in pieces[1:]:
+        piece = _CONJUNCTION.sub("", piece, count=1)
+        if not piece:
+            return None
+        if not _SPEAKER_START.match(piece):
+            piece = ("我" if is_cjk(piece[0]) else "I ") + piece
+        parts.append(piece)
+    found: list[Signal] = []
+    # The clauses the speaker was written into first: when one says nothing alone, it is usually one
+    # of those (我决定用Go，因为快), and the others need not be classified.
+    for part in (*parts[1:], parts[0]):
+        signal = _classify(part, forced)
+        # A clause must say something itself: an explicit instruction alone ("forced") does not count.
+        if signal is None or signal.pattern == "forced":
+            return None
+        found.append(signal)
+    return [found[-1], *found[:-1]]
 
 
 def _classify(text: str, forced: bool) -> Signal | None:
     if not text:
         return None
     hypothetical = bool(HYPOTHETICAL.search(text))
+    signal = _classified(text, forced, hypothetical)
+    if hypothetical or (signal is not None and signal.pattern == "todo"):
+        return signal  # a plan (我下个月搬到柏林前要…) or a hypothesis states no value of a keyed fact
+    return _keyed(text, forced, signal)
+
+
+def _keyed(text: str, forced: bool, signal: Signal | None) -> Signal | None:
+    """`signal` stored under the key of the fact it states (I moved to Berlin: user.city), as
+    identity or relationship whatever rule matched first (moved to is also a decision's words),
+    a correction keeping its kind; or `signal` unchanged when it states no keyed fact."""
+    correction = signal is not None and signal.pattern == "correction"
+    slot = keyed_slot(text, correction=correction)
+    if slot is None or OTHERS_SPEECH.search(text):
+        return signal
+    kind = "correction" if correction else ("relationship" if slot.category == "relationship" else "identity")
+    keyed = _signal(slot.category, text, IMPORTANCE[kind], kind, forced)
+    return Signal(keyed.category, keyed.content, keyed.importance, keyed.pattern, keyed.forced, key=slot.key)
+
+
+def _classified(text: str, forced: bool, hypothetical: bool) -> Signal | None:
     for rule in RULES:
         if hypothetical and rule.kind != "todo":
             continue

@@ -237,7 +237,10 @@ IMPORTANT = [
 @pytest.mark.parametrize("message", CORRECTIONS)
 def test_corrections(message: str) -> None:
     signal = only(message)
-    assert (signal.pattern, signal.category, signal.importance) == ("correction", "correction", 0.8)
+    assert (signal.pattern, signal.importance) == ("correction", 0.8)
+    # A correction of a keyed fact (where the user lives, their job) stays in the fact's category,
+    # under its key: it updates the memory holding the key.
+    assert signal.category == ("correction" if signal.key is None else "identity")
 
 
 @pytest.mark.parametrize("message", IDENTITIES)
@@ -413,13 +416,16 @@ def test_tag_question_is_not_a_question() -> None:
 def test_one_signal_per_sentence_by_priority() -> None:
     # correction outranks preference, identity outranks preference
     assert patterns("不是Java，是Kotlin，我更喜欢Kotlin") == ["correction"]
-    assert patterns("我是前端工程师，喜欢用Vue") == ["identity"]
+    assert patterns("我是前端工程师，因为喜欢用Vue") == ["identity"]
+    # ... unless each clause is a fact of its own (seed 002: compound information is split)
+    assert patterns("我是前端工程师，喜欢用Vue") == ["identity", "preference"]
     assert patterns("Actually, I'm a designer and I love Figma") == ["correction"]
 
 
 def test_one_signal_per_sentence_in_order() -> None:
     message = "我叫李雷，是一名后端工程师。我喜欢喝咖啡。我们决定用Go重写服务。提醒我周五交周报。今天天气不错。"
-    assert patterns(message) == ["identity", "preference", "decision", "todo"]
+    assert patterns(message) == ["identity", "identity", "preference", "decision", "todo"]
+    assert [s.key for s in detect_signals(message)][:2] == ["user.name", "user.job"]
     message = (
         "Hi! I'm a backend engineer at Stripe. I prefer Go for services. "
         "We decided to move to Postgres. Remind me to update the runbook tomorrow. Thanks!"
@@ -636,3 +642,148 @@ def test_small_talk_reply_limit_is_the_seeds() -> None:
     assert signals.SMALL_TALK_REPLY_CHARS == 100
     assert is_small_talk("谢谢", "x" * 99)
     assert not is_small_talk("谢谢", "x" * 100)
+
+
+# --- keyed facts (text/corrections.py): statements and corrections of a fact with one value ------
+
+KEYED = [
+    ("我住在北京", "user.city"),
+    ("我搬到了柏林", "user.city"),
+    ("我刚搬家到深圳", "user.city"),
+    ("I live in Berlin", "user.city"),
+    ("I moved to Berlin", "user.city"),  # once a decision: the key kept its old city
+    ("I've relocated to Lisbon", "user.city"),
+    ("我在阿里工作", "user.employer"),
+    ("我入职了腾讯", "user.employer"),
+    ("我跳槽到字节了", "user.employer"),
+    ("我在 Shopify 上班", "user.employer"),
+    ("I work at SAP", "user.employer"),
+    ("I joined Google last month", "user.employer"),
+    ("我是一名软件工程师", "user.job"),
+    ("我的工作是产品经理", "user.job"),
+    ("I'm a data engineer", "user.job"),
+    ("my job is teaching", "user.job"),
+    ("我叫小王", "user.name"),
+    ("我的名字是李雷", "user.name"),
+    ("my name is Harry", "user.name"),
+    ("call me Harry", "user.name"),
+    ("我老婆叫小丽", "user.partner"),
+    ("我男朋友叫阿杰", "user.partner"),
+    ("my wife is Anna", "user.partner"),
+    ("my girlfriend's name is Mia", "user.partner"),
+    ("我不是住在北京，而是住在柏林", "user.city"),  # a correction naming the new value
+    ("Actually I live in Munich", "user.city"),
+    ("更正：我在腾讯工作", "user.employer"),
+    ("Sorry, I meant I work at Siemens", "user.employer"),
+    ("其实我住在Munich", "user.city"),
+]
+
+
+@pytest.mark.parametrize(("message", "key"), KEYED)
+def test_keyed_facts(message: str, key: str) -> None:
+    signal = only(message)
+    assert signal.key == key
+    assert signal.category == ("relationship" if key == "user.partner" else "identity")
+    assert signal.pattern in ("correction", "identity", "relationship")
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "我不住在北京了",  # no new value
+        "I no longer live in Berlin",
+        "他说我住在北京",  # someone else's claim
+        "如果我住在北京就好了",  # a hypothesis
+        "I moved to the next step",
+        "We moved to Postgres",
+        "I moved to Python 3.12",
+        "我在上海工作",  # a city, not an employer
+        "我在家工作",
+        "我在考虑换工作",
+        "我是说你应该先写测试",
+        "my wife is Japanese",
+        "my wife is tired",
+        "I work at home",
+        "我喜欢住在北京",
+        "我下个月搬到柏林之前要把房子卖了",  # a plan
+    ],
+)
+def test_not_keyed(message: str) -> None:
+    assert all(s.key is None for s in detect_signals(message))
+
+
+# --- emphasis is forced (seed 002) ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "这个很重要：服务器的端口是8443",
+        "非常重要！周五之前交税",
+        "以后会用到：staging 在 10.0.0.5",
+        "备用机的密码放在抽屉里，以后会用到",
+        "This is important: the API rotates keys monthly",
+        "Keep the old backups, it's important.",
+        "I'll need this later: the build id is 4471",
+        "important: the office moves in May",
+    ],
+)
+def test_emphasis_is_forced(message: str) -> None:
+    assert forced_instruction(message)
+    signal = only(message)
+    assert signal.forced and signal.importance >= FORCED_IMPORTANCE
+
+
+@pytest.mark.parametrize(
+    "message",
+    ["这个重要吗？", "这不重要：随便吧", "It's important to eat well", "重要的是先跑通", "I'll need a break later"],
+)
+def test_not_emphasis(message: str) -> None:
+    assert not forced_instruction(message)
+    assert not any(s.forced for s in detect_signals(message))
+
+
+def test_emphasis_alone_forces_what_follows() -> None:
+    assert [(s.content, s.forced) for s in detect_signals("这个很重要。服务器每天凌晨三点重启。")] == [
+        ("服务器每天凌晨三点重启", True)
+    ]
+    assert [(s.content, s.forced) for s in detect_signals("This is important. The VPN gateway is vpn-3.")] == [
+        ("The VPN gateway is vpn-3", True)
+    ]
+
+
+# --- compound information is split (seed 002) ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("message", "parts"),
+    [
+        ("我住在杭州，在阿里工作，喜欢爬山", ["我住在杭州", "我在阿里工作", "我喜欢爬山"]),
+        ("I live in Berlin, work at SAP and love hiking", ["I live in Berlin", "I work at SAP", "I love hiking"]),
+        ("我叫李雷，在Google上班", ["我叫李雷", "我在Google上班"]),
+        ("I'm a teacher and my wife is Anna", ["I'm a teacher", "my wife is Anna"]),
+        ("我喜欢猫，也喜欢狗", ["我喜欢猫", "我也喜欢狗"]),
+    ],
+)
+def test_compound_is_split(message: str, parts: list[str]) -> None:
+    assert signals.compound_parts(message) == parts
+    assert [s.content for s in detect_signals(message)] == parts
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "我决定用Go，因为它编译快",
+        "我用Go，因为快",
+        "I like tea, coffee and juice",
+        "I work at Johnson and Johnson",
+        "我不是住在北京，而是住在上海",
+        "I prefer tabs, especially in Go",
+        "我喜欢爬山，他喜欢游泳",
+        "I earn 3,000 a month, and I live in Berlin",
+        "我是前端工程师，因为喜欢用Vue",
+        "他住在杭州，在阿里工作",
+    ],
+)
+def test_what_belongs_together_is_not_split(message: str) -> None:
+    assert signals.compound_parts(message) == [message]

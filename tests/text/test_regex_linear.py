@@ -27,7 +27,7 @@ from mcp_memory_server.memory import validate
 from mcp_memory_server.server import build_server
 from mcp_memory_server.sieve import intents, signals, value
 from mcp_memory_server.sieve.sieve import parse_answer
-from mcp_memory_server.text import Segmenter, obfuscation, screening, tokens
+from mcp_memory_server.text import Segmenter, corrections, obfuscation, screening, tokens
 from mcp_memory_server.text import redaction as redact
 from mcp_memory_server.transfer import foreign_formats as foreign
 from mcp_memory_server.transfer import markdown as render
@@ -152,6 +152,12 @@ ENTRY_POINTS: dict[str, Callable[[str], object]] = {
     "screen_variables": answered(lambda text: validate.screen_variables({"note": text, text[:100]: 1})),
     "screen": answered(validate.screen),
     "detect_signals": signals.detect_signals,
+    "compound_parts": signals.compound_parts,
+    "keyed_slot": lambda text: corrections.keyed_slot(text, correction=True),
+    "corrected_value": corrections.corrected_value,
+    "supersedes": lambda text: corrections.Successor(text, "user.city", "correction").supersedes(
+        corrections.Compared(text, None)
+    ),
     "is_small_talk": lambda text: signals.is_small_talk(text, ""),
     "detect_intents": intents.detect_intents,
     "intents_withheld": lambda text: intents.detect_intents("不要记住关于我的健康的事。forget that I " + text).withheld(
