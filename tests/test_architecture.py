@@ -242,16 +242,18 @@ def _store_operations() -> Iterator[tuple[str, Callable[..., Any]]]:
             member = getattr(module, name)
             if inspect.isfunction(member):
                 first = next(iter(inspect.signature(member).parameters.values()), None)
-                if first is not None and typing.get_type_hints(member).get(first.name) is Tx:
+                if first is not None and typing.get_type_hints(member, localns={"Tx": Tx}).get(first.name) is Tx:
                     yield f"{path.stem}.{name}", member
 
 
 def test_the_store_returns_rows_with_names() -> None:
+    from mcp_memory_server.store.tx import Tx  # a name some store modules import only for typing
+
     operations = dict(_store_operations())
     assert {"Store.search_index", "Tx.get", "archive.cleanup_rows", "export_import.exported"} <= set(operations)
     wrong = {}
     for name, operation in operations.items():
-        if found := _positional(typing.get_type_hints(operation).get("return")):
+        if found := _positional(typing.get_type_hints(operation, localns={"Tx": Tx}).get("return")):
             wrong[name] = found
     assert not wrong, wrong
     assert _positional(list[tuple[int, str]]) and _positional(Any) and not _positional(dict[str, Any])
