@@ -549,6 +549,15 @@ def _done_day(text: str, day: date) -> str:
     return f"{text}（{day.isoformat()}）" if _CJK.search(text) else f"{text} ({day.isoformat()})"
 
 
+def _unchanged(text: str, before: str) -> bool:
+    """Whether a line's `text` is what the memory holds (`before`), a done todo's date aside: the
+    file marked it done and the import dated it, so that importing the file again is no change."""
+    if text == before:
+        return True
+    dated = _TRAILING.match(before)
+    return text.startswith("✅") and dated is not None and dated["rest"] == text and not _TRAILING.match(text)
+
+
 async def markdown_edits_into(tx: Tx, checked: CheckedMarkdown, now: datetime) -> ImportReport:
     """A rendering of this store, edited, brought back as edits, in the caller's transaction:
 
@@ -573,7 +582,7 @@ async def markdown_edits_into(tx: Tx, checked: CheckedMarkdown, now: datetime) -
         if line is not None and ref is not None:
             used.add(ref)
             before = " ".join(line.content.split())
-            if draft.content == before:
+            if _unchanged(draft.content, before):
                 present += 1
                 continue
             memory = await tx.get(ref)
