@@ -10,10 +10,14 @@ Rendering: four sections in this order, each showing the core memories of its ca
     todos and commitments   todo
     notes                   every other category (fact, identity, relationship, insight, note, ...)
 
-Each line is `- YYYY-MM-DD: text` (`：` under Chinese headings) with the memory's creation date
-(UTC), oldest first within its section, as in a diary; whitespace in a memory, newlines included,
-is folded into single spaces so that one memory is one line. Headings are Chinese or English by
-configuration; `auto` picks Chinese when at least half the memories shown contain Chinese.
+Each line is `- YYYY-MM-DD: text <!-- mem_12 -->` (`：` under Chinese headings) with the memory's
+creation date (UTC), oldest first within its section, as in a diary; whitespace in a memory,
+newlines included, is folded into single spaces so that one memory is one line. The comment names
+the line's memory: hidden where Markdown is displayed, it is what lets an edited copy come back as
+edits (`markdown_edits_into`) whatever was reordered or rewritten, where matching lines by their
+text would lose a line edited in place. Headings are Chinese or English by configuration; `auto`
+picks Chinese when at least half the memories shown contain Chinese. A done todo is one whose text
+starts with ✅ (seed 001's `✅ 已提醒主人准备面试（2026-02-14）`).
 
 Capacity (`truncate`): a rendering of at most `limit` characters is left as it is. A longer one
 keeps the longest run of whole lines from its start that fits in floor(7 * limit / 10)
@@ -22,6 +26,12 @@ them go a marker (a comment counting the characters left out and a sentence sayi
 consolidation is due) and, when the heading of the section the kept end starts in was left out,
 that heading again, so the file still reads back into the right sections. The limit is soft: the
 marker is not counted.
+
+Near the cap (from HINT_NUMERATOR / HINT_DENOMINATOR of the limit) an untruncated rendering gets a
+hint under its title asking the assistant to consolidate (a truncated one has the marker's
+sentence). The last line, `<!-- shown: 1-40,45 -->`, names the memories the lines show, so that an
+import of edits forgets only what was taken out of the file, never what truncation left out. The
+hint and that line are not counted either; the ids of the lines are (the model reads them).
 """
 
 from __future__ import annotations
