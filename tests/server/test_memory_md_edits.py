@@ -23,6 +23,9 @@ from mcp_memory_server.transfer import render_store
 from tests.calls import call
 
 pytestmark = pytest.mark.anyio
+# The edits on both databases (MEMORY.md's lines carry their memory's number from each); the
+# rendering-only and single-line tests on SQLite.
+BACKENDS = ("sqlite", "postgresql")
 
 # (event edited, event removed, todo done, preference left alone, line added, the edit)
 TEXTS = {
@@ -65,6 +68,7 @@ def _line(text: str, memory_id: str) -> str:
 # ---- the consolidation hint -----------------------------------------------------------------
 
 
+@pytest.mark.sqlite_only
 @pytest.mark.parametrize("lang", ["zh", "en"])
 async def test_the_hint_shows_from_four_fifths_of_the_limit(config: Config, segmenter: Segmenter, lang: str) -> None:
     async with _server(config, segmenter) as client:
@@ -150,6 +154,7 @@ async def test_an_edited_rendering_comes_back_as_exactly_its_edits(
         assert (same["created"], same["updated"], same["forgotten"]) == (0, 0, 0)
 
 
+@pytest.mark.sqlite_only
 @pytest.mark.parametrize(
     ("line", "content"),
     [
@@ -192,6 +197,7 @@ async def test_a_truncated_rendering_forgets_only_the_lines_taken_out_of_it(
         assert listed["total"] == len(ids) - 1 and removed not in {m["id"] for m in listed["items"]}
 
 
+@pytest.mark.sqlite_only
 async def test_edits_mode_is_for_markdown_only(config: Config, segmenter: Segmenter) -> None:
     async with _server(config, segmenter) as client:
         refused = await client.call_tool("import_memories", {"data": "[]", "format": "json", "mode": "edits"})
