@@ -42,10 +42,16 @@ def add_import_tools(server: MCPServer[Spaces], config: Config) -> None:
             Literal["auto", "json", "memory-jsonl", "mem0", "markdown"],
             Field(description="auto: guessed from the text."),
         ] = "auto",
+        mode: Annotated[
+            Literal["add", "edits"],
+            Field(description="edits: MEMORY.md as edited; its changed/✅/removed lines update/finish/forget."),
+        ] = "add",
         request_id: RequestId = None,
     ) -> ImportSummary:
         async def progress(done: int, total: int) -> None:
             await ctx.report_progress(done, total, f"{done:,} of {total:,} items")
 
         chosen = None if format == "auto" else format
-        return await tool_call(import_text(state(ctx).store, data, chosen, progress=progress, request_id=request_id))
+        return await tool_call(
+            import_text(state(ctx).store, data, chosen, progress=progress, request_id=request_id, edits=mode == "edits")
+        )

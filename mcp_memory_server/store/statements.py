@@ -65,7 +65,7 @@ class Statements:
     update_memory: str
     history: str  # (namespace, number)
     drop_history: str  # (namespace, number)
-    core_lines: str  # (namespace,): category, content, day
+    core_lines: str  # (namespace,): category, content, day, number
     live_of: str  # (namespace, array(numbers)): seq, number, category, session_id
     delete_history: str  # (array(seqs),)
     delete_fts: str  # (array(seqs),)

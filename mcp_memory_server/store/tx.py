@@ -33,11 +33,13 @@ M = TypeVar("M", bound=BaseModel)
 
 
 class CoreLine(NamedTuple):
-    """A core memory as MEMORY.md lists it: its category, text and day of writing (YYYY-MM-DD)."""
+    """A core memory as MEMORY.md lists it: its category, text, day of writing (YYYY-MM-DD) and
+    number (its id is `mem_<number>`; None for a line not drawn from the store)."""
 
     category: str
     content: str
     day: str
+    number: int | None = None
 
 
 class Tx:

@@ -56,7 +56,7 @@ from .json_format import Document, Record, read
 from .json_transfer import ImportReport as JsonReport
 from .json_transfer import add_records, import_into
 from .limits import check_json_size, decode
-from .markdown import CheckedMarkdown, check_markdown, markdown_into
+from .markdown import CheckedMarkdown, check_markdown, markdown_edits_into, markdown_into
 from .markdown import ImportReport as MarkdownReport
 
 __all__ = ["FORMATS", "ImportSummary", "Progress", "import_bytes", "import_text"]
@@ -74,6 +74,7 @@ class ImportSummary(Model):
     items: int = Field(description="Memories the file holds (relations and observations each count).")
     created: int = Field(description="Memories written, archived ones included.")
     updated: int = Field(description="Memories whose key the file holds with a new text: the old one is in history.")
+    forgotten: int = Field(default=0, description="Edits: memories whose line was removed, deleted.")
     present: int = Field(description="Items this database already held (or that came earlier in the file).")
     archived: int = Field(description="Items imported into the archive (archived or paused in the other tool).")
     skipped: int = Field(description="Items left out because the other tool had deleted them.")
@@ -107,13 +108,20 @@ async def import_text(
     progress: Progress | None = None,
     now: datetime | None = None,
     request_id: str | None = None,
+    edits: bool = False,
 ) -> ImportSummary:
     """A file's text, in `file_format` or the one it looks like. With a `request_id`, a retry of
-    the same call answers as the first did and imports nothing."""
+    the same call answers as the first did and imports nothing. `edits`: a MEMORY.md rendering
+    of this store, edited (markdown.markdown_edits_into): its lines update, mark done, forget and
+    add; InvalidInput for another format."""
     digest = hashlib.sha256(text.encode(errors="surrogatepass")).hexdigest()
-    asked = request("import_memories", request_id, {"data": digest, "format": file_format})
+    asked = request("import_memories", request_id, {"data": digest, "format": file_format, "edits": edits})
+    if edits and file_format not in (None, "markdown"):
+        raise InvalidInput(f"mode edits is for a MEMORY.md file, not {file_format}; use format markdown or auto.")
+    if edits:
+        file_format = "markdown"
     now, config = now or utcnow(), store.config
-    checked = await _off_loop(lambda: _checked(text, file_format, config, now))
+    checked = await _off_loop(lambda: _checked(text, file_format, config, now, edits=edits))
     return await _store(store, checked, progress, now, asked)
 
 
@@ -170,7 +178,7 @@ def _clear_frames(exc: BaseException | None) -> None:
         exc = exc.__cause__ or exc.__context__
 
 
-def _checked(text: str, file_format: str | None, config: Config, now: datetime) -> _Checked:
+def _checked(text: str, file_format: str | None, config: Config, now: datetime, *, edits: bool = False) -> _Checked:
     """The file read in its format and every item checked; InvalidInput (TooLarge) when it is not
     one to import."""
     if file_format is not None and file_format not in FORMATS:
@@ -182,7 +190,7 @@ def _checked(text: str, file_format: str | None, config: Config, now: datetime) 
         if chosen == "json":
             return read(text, config)
         if chosen == "markdown":
-            return check_markdown(text, config, client="import-markdown", now=now)
+            return check_markdown(text, config, client="import-markdown", now=now, edits=edits)
         if chosen == "memory-jsonl":
             items, skipped = read_memory_jsonl(text, config), 0
         else:
@@ -205,7 +213,7 @@ async def _store(
         if isinstance(checked, Document):
             summary = json_summary(await import_into(tx, checked, now, progress))
         elif isinstance(checked, CheckedMarkdown):
-            report = await markdown_into(tx, checked, now)
+            report = await (markdown_edits_into if checked.edits else markdown_into)(tx, checked, now)
             if progress is not None:
                 await progress(report.lines, report.lines)
             summary = markdown_summary(report)
@@ -396,6 +404,12 @@ def json_summary(report: JsonReport) -> ImportSummary:
 
 def markdown_line(report: MarkdownReport) -> str:
     summary = f"{report.lines} items, {len(report.created)} created, {report.present} already present"
+    if report.updated:
+        summary += f", updated: {', '.join(report.updated[:MAX_IDS])}"
+    if report.done:
+        summary += f", marked done: {', '.join(report.done[:MAX_IDS])}"
+    if report.forgotten:
+        summary += f", forgotten: {', '.join(report.forgotten[:MAX_IDS])}"
     if report.withheld:
         summary += f", secrets withheld from {report.withheld}"
     if report.refused:
@@ -409,12 +423,13 @@ def markdown_summary(report: MarkdownReport) -> ImportSummary:
         format="markdown",
         items=report.lines,
         created=len(report.created),
-        updated=0,
+        updated=len(report.updated) + len(report.done),
+        forgotten=len(report.forgotten),
         present=report.present,
         archived=0,
         skipped=0,
         withheld=report.withheld,
         refused=[f"line {n}" for n in report.refused],
-        ids=report.created[:MAX_IDS],
+        ids=(report.created + report.updated + report.done)[:MAX_IDS],
         detail=markdown_line(report),
     )

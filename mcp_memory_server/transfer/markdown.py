@@ -10,10 +10,14 @@ Rendering: four sections in this order, each showing the core memories of its ca
     todos and commitments   todo
     notes                   every other category (fact, identity, relationship, insight, note, ...)
 
-Each line is `- YYYY-MM-DD: text` (`：` under Chinese headings) with the memory's creation date
-(UTC), oldest first within its section, as in a diary; whitespace in a memory, newlines included,
-is folded into single spaces so that one memory is one line. Headings are Chinese or English by
-configuration; `auto` picks Chinese when at least half the memories shown contain Chinese.
+Each line is `- YYYY-MM-DD: text <!-- mem_12 -->` (`：` under Chinese headings) with the memory's
+creation date (UTC), oldest first within its section, as in a diary; whitespace in a memory,
+newlines included, is folded into single spaces so that one memory is one line. The comment names
+the line's memory: hidden where Markdown is displayed, it is what lets an edited copy come back as
+edits (`markdown_edits_into`) whatever was reordered or rewritten, where matching lines by their
+text would lose a line edited in place. Headings are Chinese or English by configuration; `auto`
+picks Chinese when at least half the memories shown contain Chinese. A done todo is one whose text
+starts with ✅ (seed 001's `✅ 已提醒主人准备面试（2026-02-14）`).
 
 Capacity (`truncate`): a rendering of at most `limit` characters is left as it is. A longer one
 keeps the longest run of whole lines from its start that fits in floor(7 * limit / 10)
@@ -22,6 +26,12 @@ them go a marker (a comment counting the characters left out and a sentence sayi
 consolidation is due) and, when the heading of the section the kept end starts in was left out,
 that heading again, so the file still reads back into the right sections. The limit is soft: the
 marker is not counted.
+
+Near the cap (from HINT_NUMERATOR / HINT_DENOMINATOR of the limit) an untruncated rendering gets a
+hint under its title asking the assistant to consolidate (a truncated one has the marker's
+sentence). The last line, `<!-- shown: 1-40,45 -->`, names the memories the lines show, so that an
+import of edits forgets only what was taken out of the file, never what truncation left out. The
+hint and that line are not counted either; the ids of the lines are (the model reads them).
 """
 
 from __future__ import annotations
@@ -30,7 +40,7 @@ import functools
 import itertools
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Literal
 
@@ -40,7 +50,7 @@ from ..config.config import Config
 from ..errors import InvalidInput, SecretRefused
 from ..memory import validate
 from ..models import Draft, Memory, Model
-from ..store.rows import parse_id, utcnow
+from ..store.rows import memory_id, parse_id, utcnow
 from ..store.store import Store
 from ..store.tx import CoreLine, Tx
 from ..text.tokens import fingerprint
@@ -57,12 +67,15 @@ __all__ = [
     "entries",
     "import_markdown",
     "language",
+    "markdown_edits_into",
     "markdown_into",
     "parse_markdown",
     "render",
     "render_full",
     "render_store",
     "section_of",
+    "shown_line",
+    "shown_runs",
     "store_markdown",
     "truncate",
 ]
@@ -121,6 +134,11 @@ _EMPTY = {"zh": "<!-- 暂无 -->", "en": "<!-- nothing yet -->"}
 _SEPARATOR = {"zh": "：", "en": ": "}
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 _OPEN_COMMENT = "&lt;!--"  # a memory's own "<!--" would hide the rest of the file from a reader
+# The consolidation hint shows from 4/5 of the limit: a day or two of ordinary use before the cap
+# (a line is 40 to 80 characters, 1,000 characters are 12 to 25 new memories), so the assistant
+# tidies up before anything is cut, and not so early that it is asked to at every start.
+HINT_NUMERATOR, HINT_DENOMINATOR = 4, 5
+_REF_AT_END = re.compile(r" <!-- mem_(\d{1,12}) -->$", re.MULTILINE)  # as render_full writes it
 
 
 # What one line shows of a memory: the store reads exactly this for the core memories.
@@ -138,7 +156,9 @@ def entries(memories: Iterable[Memory]) -> list[Entry]:
         (m for m in memories if m.tier == "core" and m.category != "profile"),
         key=lambda m: (m.created_at, parse_id(m.id) or 0),
     )
-    return [Entry(m.category, m.content, m.created_at.astimezone(UTC).date().isoformat()) for m in shown]
+    return [
+        Entry(m.category, m.content, m.created_at.astimezone(UTC).date().isoformat(), parse_id(m.id)) for m in shown
+    ]
 
 
 def language(contents: Iterable[str], setting: str) -> Language:
@@ -161,7 +181,8 @@ def render_full(lines: Iterable[Entry], lang: Language) -> str:
     separator = _SEPARATOR[lang]
     for entry in lines:
         text = " ".join(entry.content.split()).replace("<!--", _OPEN_COMMENT)  # shown as written, read back
-        shown[section_of(entry.category).name].append(f"- {entry.day}{separator}{text}")
+        ref = "" if entry.number is None else f" <!-- mem_{entry.number} -->"
+        shown[section_of(entry.category).name].append(f"- {entry.day}{separator}{text}{ref}")
     parts = [_TITLE[lang], ""]
     for section in SECTIONS:
         parts += [f"## {section.heading(lang)}", "", *(shown[section.name] or [_EMPTY[lang]]), ""]
@@ -169,16 +190,44 @@ def render_full(lines: Iterable[Entry], lang: Language) -> str:
     return "\n".join(parts) + "\n"
 
 
+# What consolidating means (seed 001's ways of tidying up), done todos first: they are what is
+# surely no longer needed. Said in the marker of a truncated rendering and in the hint near the cap.
+_ADVICE = {
+    "zh": "合并重复、先移除已完成（✅）的待办和已过去的事件、提炼摘要",
+    "en": "merge duplicates, remove done (✅) todos and past events first, summarise",
+}
+# How, with this server's tools: the file edited and imported back, or forget by id.
+_HOW = {
+    "zh": "改好后用 import_memories（mode=edits）导回，或用 forget 删除 mem_ 编号",
+    "en": "import the edited file with import_memories (mode=edits), or forget by mem_ id",
+}
+
+
 def _marker(omitted: int, limit: int, lang: Language) -> str:
     if lang == "zh":
         return (
             f"<!-- … 省略了 {omitted:,} 个字符 … -->\n"
-            f"> ⚠️ 记忆已超过 {limit:,} 字符的上限，需要整理：合并重复、移除过时、提炼摘要。\n"
+            f"> ⚠️ 记忆已超过 {limit:,} 字符的上限，需要整理：{_ADVICE['zh']}。\n"
         )
     return (
         f"<!-- … {omitted:,} characters omitted … -->\n"
-        f"> ⚠️ Memory is over its {limit:,}-character limit: consolidation is due (merge duplicates, drop what "
-        "is outdated, summarise).\n"
+        f"> ⚠️ Memory is over its {limit:,}-character limit: consolidation is due ({_ADVICE['en']}).\n"
+    )
+
+
+def _hint(used: int, limit: int, lang: Language) -> str:
+    """The line that asks the assistant to consolidate a rendering near (or, untruncated, over) the cap."""
+    share = used * 100 // limit
+    if lang == "zh":
+        state = "已超过上限" if used > limit else "接近上限"
+        return (
+            f"> 💡 记忆已用 {used:,}/{limit:,} 字符（{share}%），{state}：请在这次对话中主动整理——"
+            f"{_ADVICE['zh']}；{_HOW['zh']}。\n"
+        )
+    state = "over its limit" if used > limit else "near its limit"
+    return (
+        f"> 💡 Memory is at {used:,} of {limit:,} characters ({share}%), {state}: consolidate it in this "
+        f"conversation ({_ADVICE['en']}); {_HOW['en']}.\n"
     )
 
 
@@ -211,8 +260,29 @@ def truncate(text: str, limit: int, lang: Language) -> str:
 
 def _render(lines: Sequence[Entry], config: Config, full: bool) -> str:
     lang = language((e.content for e in lines), config.markdown.language)
-    text = render_full(lines, lang)
-    return text if full else truncate(text, config.markdown.limit, lang)
+    whole = render_full(lines, lang)
+    limit = config.markdown.limit
+    text = whole if full else truncate(whole, limit, lang)
+    if text is whole and len(whole) * HINT_DENOMINATOR >= limit * HINT_NUMERATOR:
+        title, rest = whole.split("\n", 1)  # the hint goes first, where it is read first
+        text = f"{title}\n\n{_hint(len(whole), limit, lang)}{rest}"
+    return text + shown_line(text)
+
+
+def shown_line(text: str) -> str:
+    """The last line of a rendering: which memories its lines show (`<!-- shown: 1-40,45 -->`), so
+    that an import in edits mode forgets only the memories whose lines were taken out of it, never
+    the ones a truncation left out. Empty when it shows none."""
+    numbers = sorted({int(n) for n in _REF_AT_END.findall(text)})
+    if not numbers:
+        return ""
+    runs: list[list[int]] = []
+    for n in numbers:
+        if runs and runs[-1][1] == n - 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    return "<!-- shown: " + ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs) + " -->\n"
 
 
 def render(memories: Iterable[Memory], config: Config, *, full: bool = False) -> str:
@@ -239,6 +309,9 @@ _DATE = r"(?P<date>\d{4}(?:[-/.]\d{1,2}[-/.]\d{1,2}|\s*年\s*\d{1,2}\s*月\s*\d{
 _LEADING = re.compile(rf"^[\[【(（]?{_DATE}[\]】)）]?(?:\s*[:：,，、|—–-]\s*|\s+|(?<=[日号\]】)）]))(?P<rest>\S.*)$")
 _TRAILING = re.compile(rf"^(?P<rest>.*?\S)\s*[(（\[【]{_DATE}[)）\]】]$")
 _DIGITS = re.compile(r"\d+")
+_REF = re.compile(r"\s*<!--\s*mem_(\d{1,12})\s*-->")  # a line's memory, wherever in the line
+_SHOWN = re.compile(r"^\s*<!--\s*shown:\s*([\d,\s-]{0,100000})-->\s*$", re.MULTILINE)
+_RUN = re.compile(r"(\d{1,12})(?:\s*-\s*(\d{1,12}))?")
 _ASCII_WORD = re.compile(r"[a-z]+")
 
 
@@ -248,6 +321,7 @@ class ParsedMemory:
     category: str
     created_at: datetime | None  # midnight UTC of the item's date; None when it has none
     line: int  # where the item starts in the file, from 1
+    ref: int | None = None  # the number of the memory the line was rendered from (`<!-- mem_12 -->`)
 
 
 def _section_named(title: str, level: int, current: Section) -> Section:
@@ -282,9 +356,13 @@ def _day(text: str, today: date) -> datetime | None:
 
 
 def _item(text: str, section: Section, line: int, today: date) -> ParsedMemory | None:
-    text, done = _unbox(" ".join(text.split()))
+    refs = _REF.findall(text)
+    ref = int(refs[0]) if refs else None
+    text, done = _unbox(" ".join(_REF.sub(" ", text).split()))
     created = None
-    for pattern in (_LEADING, _TRAILING):
+    # A rendered line's date leads; a date in brackets at its end is part of its text (the day a
+    # todo was done: `✅ 提醒主人准备面试（2026-02-14）`).
+    for pattern in (_LEADING,) if ref is not None else (_LEADING, _TRAILING):
         dated = pattern.match(text)
         if dated and (created := _day(dated.group("date"), today)):
             text = dated.group("rest")
@@ -294,7 +372,7 @@ def _item(text: str, section: Section, line: int, today: date) -> ParsedMemory |
     text = text.strip().replace(_OPEN_COMMENT, "<!--")
     if not text:
         return None
-    return ParsedMemory(f"✅ {text}" if done else text, section.category, created, line)
+    return ParsedMemory(f"✅ {text}" if done else text, section.category, created, line, ref)
 
 
 def _items(text: str, max_chars: int) -> Iterator[tuple[str, Section, int]]:
@@ -305,8 +383,11 @@ def _items(text: str, max_chars: int) -> Iterator[tuple[str, Section, int]]:
     section, fenced = SECTIONS[-1], False
     item: tuple[list[str], Section, int] | None = None
     size, keep = 0, 2 * max_chars + 64  # size: the item's length with its white space folded
-    # Comments become as many empty lines as they spanned, so that line numbers stay true.
-    text = _COMMENT.sub(lambda c: "\n" * c[0].count("\n"), text.removeprefix("\ufeff"))
+    # Comments become as many empty lines as they spanned, so that line numbers stay true; a
+    # line's memory (`<!-- mem_12 -->`) stays with its line, for _item.
+    text = _COMMENT.sub(
+        lambda c: c[0] if _REF.fullmatch(c[0]) else "\n" * c[0].count("\n"), text.removeprefix("\ufeff")
+    )
     for number, raw in enumerate(lines(text), 1):
         if item is not None:
             if raw[:1] in (" ", "\t") and raw.strip() and not _ITEM.match(raw) and not _FENCE.match(raw):
@@ -321,7 +402,7 @@ def _items(text: str, max_chars: int) -> Iterator[tuple[str, Section, int]]:
             continue
         if fenced:
             continue
-        heading = _HEADING.match(raw)
+        heading = _HEADING.match(_REF.sub("", raw))
         if heading:
             section = _section_named(heading[2].rstrip().rstrip("#"), len(heading[1]), section)
         elif (found := _ITEM.match(raw)) and not _RULE.match(raw):
@@ -360,6 +441,9 @@ class ImportReport(Model):
     )
     withheld: int = Field(description="Items stored with secrets taken out (memories never store credentials).")
     refused: list[int] = Field(description="Lines of the items left out because they were essentially a secret.")
+    updated: list[str] = Field(default_factory=list, description="Edits: ids of the memories whose line changed.")
+    done: list[str] = Field(default_factory=list, description="Edits: ids of the todos whose line turned ✅.")
+    forgotten: list[str] = Field(default_factory=list, description="Edits: ids of the memories whose line was removed.")
 
 
 @dataclass(frozen=True)
@@ -369,17 +453,34 @@ class CheckedMarkdown:
     lines: int  # list items found
     drafts: list[tuple[Draft, str, datetime | None]]  # (draft, content fingerprint, its date)
     refused: list[int]  # lines of the items left out as essentially a secret
+    refs: list[int | None] = field(default_factory=list)  # the memory each draft's line was rendered from
+    kept: frozenset[int] = frozenset()  # memories some line of the file names, refused lines' included
+    shown: tuple[tuple[int, int], ...] | None = None  # the file's `<!-- shown: -->` runs; None: it has none
+    edits: bool = False  # stored as edits of the memories its lines came from (`markdown_edits_into`)
 
 
-def check_markdown(text: str, config: Config, *, client: str | None, now: datetime) -> CheckedMarkdown:
+def shown_runs(text: str, most: int = 100_000) -> tuple[tuple[int, int], ...] | None:
+    """The runs of memory numbers the last `<!-- shown: 1-40,45 -->` line of a rendering names
+    (at most `most` of them); None when it has no such line."""
+    found = next(iter(reversed(list(_SHOWN.finditer(text)))), None)
+    if found is None:
+        return None
+    runs = itertools.islice(_RUN.finditer(found[1]), most)
+    return tuple((int(r[1]), int(r[2] or r[1])) for r in runs)
+
+
+def check_markdown(
+    text: str, config: Config, *, client: str | None, now: datetime, edits: bool = False
+) -> CheckedMarkdown:
     """The items of a MEMORY.md file, each checked; InvalidInput naming the line of the first
     invalid one, TooLarge when there are more than an import takes. CPU work only: the importers
-    run it outside the event loop."""
+    run it outside the event loop. `edits`: also which memory each line came from."""
     found = _parsed(text, now.astimezone(UTC).date(), config.limits.max_content_chars)
     parsed = list(itertools.islice(found, config.limits.max_import_items + 1))
     check_items(len(parsed), config)
     drafts = []
     refused: list[int] = []
+    refs: list[int | None] = []
     for item in parsed:
         try:
             draft = validate.draft(
@@ -391,24 +492,37 @@ def check_markdown(text: str, config: Config, *, client: str | None, now: dateti
         except InvalidInput as exc:
             raise InvalidInput(f"line {item.line}: {exc}") from exc
         drafts.append((draft, fingerprint(draft.content), item.created_at))
-    return CheckedMarkdown(len(parsed), drafts, refused)
+        refs.append(item.ref)
+    if not edits:
+        return CheckedMarkdown(len(parsed), drafts, refused)
+    kept = frozenset(item.ref for item in parsed if item.ref is not None)
+    return CheckedMarkdown(len(parsed), drafts, refused, refs, kept, shown_runs(text), edits=True)
 
 
 async def import_markdown(
-    store: Store, text: str, *, client: str | None = "import-markdown", now: datetime | None = None
+    store: Store,
+    text: str,
+    *,
+    client: str | None = "import-markdown",
+    now: datetime | None = None,
+    edits: bool = False,
 ) -> ImportReport:
     """A core memory (source `manual`) for each item of a MEMORY.md file not stored yet, all in one
     transaction: importing the same file again changes nothing. An item's date becomes its
     memory's creation (and last change) time; the import is its last access. Invalid items
     (too long, say) stop the import before anything is written, naming their line; items that are
-    essentially a secret are left out (as `remember` refuses them) and their lines reported."""
+    essentially a secret are left out (as `remember` refuses them) and their lines reported.
+    `edits`: the file is a rendering edited (see `markdown_edits_into`)."""
     now = now or utcnow()
-    return await store_markdown(store, check_markdown(text, store.config, client=client, now=now), now)
+    checked = check_markdown(text, store.config, client=client, now=now, edits=edits)
+    return await store_markdown(store, checked, now)
 
 
 async def store_markdown(store: Store, checked: CheckedMarkdown, now: datetime) -> ImportReport:
     """Store the checked items not stored yet, in one transaction (see `import_markdown`)."""
     async with store.transaction() as tx:
+        if checked.edits:
+            return await markdown_edits_into(tx, checked, now)
         return await markdown_into(tx, checked, now)
 
 
@@ -430,4 +544,97 @@ async def markdown_into(tx: Tx, checked: CheckedMarkdown, now: datetime) -> Impo
         present=len(checked.drafts) - len(created),
         withheld=withheld,
         refused=checked.refused,
+    )
+
+
+def _shown(number: int, runs: Sequence[tuple[int, int]]) -> bool:
+    return any(a <= number <= b for a, b in runs)
+
+
+def _done_day(text: str, day: date) -> str:
+    """A todo's text as it reads once done: with the day it was done in brackets at its end (as
+    seed 001 writes `✅ 已提醒主人准备面试（2026-02-14）`), unless it ends with a date already."""
+    if _TRAILING.match(text):
+        return text
+    return f"{text}（{day.isoformat()}）" if _CJK.search(text) else f"{text} ({day.isoformat()})"
+
+
+def _unchanged(text: str, before: str) -> bool:
+    """Whether a line's `text` is what the memory holds (`before`), a done todo's date aside: the
+    file marked it done and the import dated it, so that importing the file again is no change."""
+    if text == before:
+        return True
+    dated = _TRAILING.match(before)
+    return text.startswith("✅") and dated is not None and dated["rest"] == text and not _TRAILING.match(text)
+
+
+async def markdown_edits_into(tx: Tx, checked: CheckedMarkdown, now: datetime) -> ImportReport:
+    """A rendering of this store, edited, brought back as edits, in the caller's transaction:
+
+    - a line naming a core memory (`<!-- mem_12 -->`) whose text differs from the memory's
+      updates it (the old text goes to its history; category, key, tags and the rest stay); a
+      line turned ✅ marks its todo done, dated the day of the import unless the line ends with a
+      date; the first line naming a memory counts, any later one is a new line;
+    - every other line is added as `import_markdown` adds (unless its text is stored already);
+    - a memory the file's `<!-- shown: -->` line names that no line of the file names any more is
+      forgotten (deleted with its history, as `forget` does). Only those: a file without that line
+      (a few lines written by hand) forgets nothing, and the memories a truncated rendering left
+      out are not named in it."""
+    lines = {line.number: line for line in await tx.core_lines() if line.number is not None}
+    created: list[str] = []
+    updated: list[str] = []
+    done: list[str] = []
+    withheld = present = 0
+    used: set[int] = set()
+    stored = await tx.hashes([digest for _, digest, _ in checked.drafts])
+    for (draft, digest, written), ref in zip(checked.drafts, checked.refs, strict=True):
+        line = lines.get(ref) if ref is not None and ref not in used else None
+        if line is not None and ref is not None:
+            used.add(ref)
+            before = " ".join(line.content.split())
+            if _unchanged(draft.content, before):
+                present += 1
+                continue
+            memory = await tx.get(ref)
+            assert memory is not None  # core_lines read it in this transaction
+            text = draft.content
+            finished = text.startswith("✅") and not before.startswith("✅")
+            if finished:
+                text = _done_day(text, now.astimezone(UTC).date())
+            change = Draft(
+                content=text,
+                key=memory.key,
+                category=memory.category,
+                tier=memory.tier,
+                importance=memory.importance,
+                confidence=memory.confidence,
+                source=memory.source,
+                tags=tuple(memory.tags),
+                client=None,  # the memory keeps the client that wrote it
+                withheld=draft.withheld,
+            )
+            await tx.replace(ref, change, fingerprint(text), now, "imported")
+            (done if finished else updated).append(memory.id)
+            withheld += bool(draft.withheld)
+            continue
+        if digest in stored:
+            present += 1
+            continue
+        stored.add(digest)
+        memory = await tx.insert(draft, digest, now, created=written)
+        created.append(memory.id)
+        withheld += bool(draft.withheld)
+    gone: list[int] = []
+    if checked.shown:
+        gone = [n for n in lines if n not in checked.kept and _shown(n, checked.shown)]
+        gone = await tx.delete(gone)
+    return ImportReport(
+        lines=checked.lines,
+        created=created,
+        present=present,
+        withheld=withheld,
+        refused=checked.refused,
+        updated=updated,
+        done=done,
+        forgotten=[memory_id(n) for n in gone],
     )

@@ -52,7 +52,12 @@ def test_the_table_covers_every_emotion_and_keeps_the_original_rows(config: Conf
         (Emotion(primary="sad", confidence=0.6), "sad", "its strategy applies"),
         (Emotion(primary="Help-Seeking", confidence=1.0), "help_seeking", "seeking"),
         (Emotion(primary="bored", confidence=0.99), "neutral", "not a known emotion"),
-        (Emotion(primary="愤怒", confidence=0.99), "neutral", "not a known emotion"),
+        (Emotion(primary="无聊", confidence=0.99), "neutral", "not a known emotion"),
+        (
+            Emotion(primary="angry", confidence=0.5),
+            "neutral",
+            "'angry' read as frustrated) reported with confidence 0.50",
+        ),
     ],
 )
 def test_unknown_or_unsure_emotions_get_the_neutral_strategy(
@@ -61,6 +66,36 @@ def test_unknown_or_unsure_emotions_get_the_neutral_strategy(
     choice = choose(emotion, config)
     assert choice.emotion == expected and reason in choice.reason
     assert choice.strategy == DEFAULT_TABLE[expected]
+
+
+@pytest.mark.parametrize(
+    ("words", "emotion"),
+    [
+        (("angry", "Mad", "furious", "annoyed", "fed up", "生气", "愤怒", "恼火", "烦躁", "郁闷"), "frustrated"),
+        (("upset", "unhappy", "Depressed", "难过", "伤心", "悲伤", "失落", "沮丧"), "sad"),
+        (("glad", "joyful", "开心", "高兴", "快乐"), "happy"),
+        (("worried", "nervous", "stressed", "scared", "焦虑", "担心", "紧张", "害怕"), "anxious"),
+        (("puzzled", "困惑", "疑惑"), "confused"),
+        (("thankful", "感激", "感谢"), "grateful"),
+        (("thrilled", "兴奋", "激动"), "excited"),
+    ],
+)
+def test_common_words_for_an_emotion_get_its_strategy(config: Config, words: tuple[str, ...], emotion: str) -> None:
+    for word in words:
+        choice = choose(Emotion(primary=word, confidence=0.9), config)
+        assert (choice.emotion, choice.strategy) == (emotion, DEFAULT_TABLE[emotion]), word
+        assert f"{word!r} read as {emotion}" in choice.reason
+
+
+def test_a_row_configured_under_a_synonym_takes_precedence(config: Config) -> None:
+    changed = config.with_changes(strategy_overrides={"angry": {"tone": "de_escalating"}})
+    choice = choose(Emotion(primary="angry", confidence=0.9), changed)
+    assert (choice.emotion, choice.strategy.tone) == ("angry", "de_escalating")
+
+
+def test_no_default_row_allows_emoji(config: Config) -> None:
+    """The original design's default (emoji_allowed false) holds in every row; configuration turns it on."""
+    assert not any(row.emoji_allowed for row in DEFAULT_TABLE.values())
 
 
 def test_the_table_and_threshold_are_configurable(config: Config) -> None:
@@ -183,3 +218,15 @@ async def test_control_characters_never_reach_the_database(service: MemoryServic
     assert result.session.session_id == "会话-1" and result.session.current_topic == "咖啡豆 beans"
     edited = await profiles.edit_profile(service.store, "domains", "add", "后端\x00开发 back\x1bend")
     assert "后端开发 backend" in [d.text for d in edited.domains]
+
+
+async def test_anger_in_either_language_gets_the_frustrated_strategy_through_the_tools(client: Client) -> None:
+    for word, session in (("angry", "en"), ("生气", "zh")):
+        turn = await client.call_tool(
+            "update_session", {"session_id": session, "emotion": {"primary": word, "confidence": 0.9}}
+        )
+        assert turn.structured_content is not None, turn.content
+        assert turn.structured_content["strategy"] == DEFAULT_TABLE["frustrated"].model_dump()
+        assert turn.structured_content["emotion"] == "frustrated"
+        view = await client.read_resource(f"memory://sessions/{session}")
+        assert '"last_emotion": "frustrated"' in view.contents[0].text  # type: ignore[union-attr]

@@ -52,6 +52,11 @@ def _cut(text: str) -> tuple[str, int, str]:
     return head, omitted, rest.split("\n", 2)[2]
 
 
+def _plain(text: str) -> str:
+    """A rendering without its memory ids, its line of the ids shown and its hint."""
+    return re.sub(r" <!-- mem_\d+ -->|<!-- shown: [^>]*-->\n|> 💡 .*\n\n", "", text)
+
+
 # ---- rendering ------------------------------------------------------------------------------
 
 
@@ -60,11 +65,13 @@ async def test_chinese_rendering_has_the_four_dated_sections(service: MemoryServ
     text = await render_store(service.store)
     assert text == (
         "# 🧠 记忆\n\n"
-        "## 重要事件\n\n- 2026-02-13：主人说这周五要面试\n\n"
-        "## 偏好与习惯\n\n- 2026-02-13：通常晚上 10 点后活跃\n\n"
-        "## 待办与承诺\n\n- 2026-03-01：提醒主人周五准备面试\n\n"
-        "## 笔记\n\n- 2026-03-01：给同事推荐了 Rust 学习资料 （两本书）\n\n"  # one line; no working, no profile
+        "## 重要事件\n\n- 2026-02-13：主人说这周五要面试 <!-- mem_1 -->\n\n"
+        "## 偏好与习惯\n\n- 2026-02-13：通常晚上 10 点后活跃 <!-- mem_2 -->\n\n"
+        "## 待办与承诺\n\n- 2026-03-01：提醒主人周五准备面试 <!-- mem_3 -->\n\n"
+        # one line; no working, no profile
+        "## 笔记\n\n- 2026-03-01：给同事推荐了 Rust 学习资料 （两本书） <!-- mem_4 -->\n\n"
         "---\n\n_记住重要的事，忘掉不重要的。定期整理，保持精炼。_\n"
+        "<!-- shown: 1-4 -->\n"  # which memories the lines show (an import of edits forgets only those)
     )
 
 
@@ -74,14 +81,17 @@ async def test_english_and_forced_languages(service: MemoryService, config: Conf
     await service.remember(content="喜欢喝茶", category="preference", now=DAY2)
     english = await render_store(service.store)  # one of three contains Chinese: English
     assert english.startswith("# 🧠 Memory\n\n## Important events\n\n<!-- nothing yet -->\n")
-    assert "## Preferences and habits\n\n- 2026-02-13: Prefers tabs over spaces\n- 2026-03-01: 喜欢喝茶\n" in english
-    assert "## Todos and commitments\n\n- 2026-03-01: Ship the beta on Friday\n\n## Notes\n" in english
+    assert (
+        "## Preferences and habits\n\n- 2026-02-13: Prefers tabs over spaces <!-- mem_1 -->\n"
+        "- 2026-03-01: 喜欢喝茶 <!-- mem_3 -->\n"
+    ) in english
+    assert "## Todos and commitments\n\n- 2026-03-01: Ship the beta on Friday <!-- mem_2 -->\n\n## Notes\n" in english
     async with Store(config.with_changes(markdown_language="zh"), service.store.segmenter) as store:
         assert (await render_store(store)).startswith("# 🧠 记忆\n")
     await service.remember(content="周末去爬山 with friends", category="event", now=DAY2)
     assert (await render_store(service.store)).startswith("# 🧠 记忆\n")  # two of four: Chinese
     async with Store(config.with_changes(markdown_language="en"), service.store.segmenter) as store:
-        assert "- 2026-03-01: 周末去爬山 with friends\n" in await render_store(store)
+        assert "- 2026-03-01: 周末去爬山 with friends <!-- mem_4 -->\n" in await render_store(store)
 
 
 def test_language_auto_counts_memories_containing_chinese() -> None:
@@ -128,9 +138,9 @@ async def test_dates_are_utc_and_lines_oldest_first(service: MemoryService) -> N
     await service.remember(content="same day, written later", category="event", now=DAY2)
     text = await render_store(service.store)
     assert (
-        "- 2026-02-13: first\n- 2026-02-14: second\n- 2026-03-01: third\n- 2026-03-01: same day, written later\n"
-        in (text)
-    )
+        "- 2026-02-13: first <!-- mem_2 -->\n- 2026-02-14: second <!-- mem_1 -->\n"
+        "- 2026-03-01: third <!-- mem_3 -->\n- 2026-03-01: same day, written later <!-- mem_4 -->\n"
+    ) in text
     assert render(await _all(service), service.config) == text  # from Memory models, the same
 
 
@@ -143,8 +153,9 @@ async def test_whitespace_is_folded_so_one_memory_is_one_line(service: MemorySer
         content="line one\r\nline two\n\n\tindented   and  spaced\u2028end", category="note", now=DAY1
     )
     text = await render_store(service.store)
-    assert "- 2026-02-13: line one line two indented and spaced end\n" in text
-    assert len(text.splitlines()) == len(render([], service.config).splitlines())  # one line instead of one
+    assert "- 2026-02-13: line one line two indented and spaced end <!-- mem_1 -->\n" in text
+    # One line instead of "nothing yet", and the line saying which memories are shown.
+    assert len(text.splitlines()) == len(render([], service.config).splitlines()) + 1
 
 
 # ---- truncation -------------------------------------------------------------------------------
@@ -185,8 +196,8 @@ def test_the_head_and_tail_budgets_are_exact(limit: int, head_lines: int, tail_l
 def test_a_tiny_limit_leaves_only_the_marker() -> None:
     assert truncate(TEXT, 1, "en") == (
         "<!-- … 300 characters omitted … -->\n"
-        "> ⚠️ Memory is over its 1-character limit: consolidation is due (merge duplicates, drop what is "
-        "outdated, summarise).\n"
+        "> ⚠️ Memory is over its 1-character limit: consolidation is due (merge duplicates, remove done (✅) "
+        "todos and past events first, summarise).\n"
     )
     assert truncate("", 1, "zh") == "" and truncate("x", 1, "zh") == "x"
 
@@ -217,13 +228,16 @@ async def test_the_soft_limit_is_configurable(service: MemoryService, config: Co
     for i in range(40):
         await service.remember(content=f"第 {i} 条记忆，内容足够长以便超过限制" * 2, category="note", now=DAY1)
     full = await render_store(service.store, full=True)
-    assert "省略" not in full and "需要整理" not in full
-    assert await render_store(service.store) == full  # 40 short lines are below 5,000
-    for limit, cut in ((len(full), False), (len(full) - 1, True), (1000, True)):
+    assert "省略" not in full and "需要整理" not in full and "💡" not in full
+    assert await render_store(service.store) == full  # 40 short lines are below 4/5 of 5,000
+    body = full[: full.index("<!-- shown: ")]  # what the limit counts
+    for limit, cut in ((len(body), False), (len(body) - 1, True), (1000, True)):
         async with Store(config.with_changes(markdown_limit=limit), service.store.segmenter) as store:
             text = await render_store(store)
-            assert (text != full) is cut and ("需要整理" in text) is cut and ("省略" in text) is cut
-            assert await render_store(store, full=True) == full
+            assert ("需要整理" in text) is cut and ("省略" in text) is cut
+            assert ("💡" in text) is not cut  # at the limit: the hint; over it, the marker says it
+            assert _plain(text) == _plain(full) or cut
+            assert _plain(await render_store(store, full=True)) == _plain(full)
 
 
 # ---- parsing ----------------------------------------------------------------------------------
@@ -318,15 +332,16 @@ async def test_round_trip_and_idempotent_import(service: MemoryService, config: 
     await service.remember(content="Launch  day   (see notes)", category="decision", now=DAY2)
     await service.remember(content="Comments in HTML open with <!-- and close with -->", category="note", now=DAY2)
     original = await render_store(service.store)
-    assert "- 2026-03-01：Comments in HTML open with &lt;!-- and close with -->\n" in original
+    assert "- 2026-03-01：Comments in HTML open with &lt;!-- and close with --> <!-- mem_10 -->\n" in original
     fresh = config.with_changes(db_path=tmp_path / "fresh.db")
     async with Store(fresh, service.store.segmenter) as store:
         first = await import_markdown(store, original)
         assert (first.lines, len(first.created), first.present) == (8, 8, 0)
-        assert await render_store(store) == original  # sections, dates and text all come back
+        # Sections, dates and text all come back (the ids are the new database's own).
+        assert _plain(await render_store(store)) == _plain(original)
         again = await import_markdown(store, original)
         assert (again.lines, again.created, again.present) == (8, [], 8)
-        assert await render_store(store) == original
+        assert _plain(await render_store(store)) == _plain(original)
     # Importing a file back into the database it came from adds nothing either.
     assert (await import_markdown(service.store, original)).created == []
 

@@ -116,7 +116,7 @@ class PgStatements(Statements):
     history = f"SELECT {HISTORY_COLUMNS} FROM memory_history WHERE memory_seq = {_SEQ_OF} ORDER BY seq"
     drop_history = f"DELETE FROM memory_history WHERE memory_seq = {_SEQ_OF}"
     core_lines = (
-        "SELECT category, content, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day FROM memories"
+        "SELECT category, content, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, number FROM memories"
         " WHERE namespace = %s AND tier = 'core' AND category <> 'profile' ORDER BY created_at, seq"
     )
     live_of = f"SELECT seq, number, category, session_id FROM memories WHERE namespace = %s AND number = {_SEQS}"

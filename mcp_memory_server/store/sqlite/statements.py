@@ -118,7 +118,7 @@ class SqliteStatements(Statements):
     history = f"SELECT {HISTORY_COLUMNS} FROM memory_history WHERE memory_seq = {_SEQ_OF} ORDER BY seq"
     drop_history = f"DELETE FROM memory_history WHERE memory_seq = {_SEQ_OF}"
     core_lines = (
-        "SELECT category, content, substr(created_at, 1, 10) AS day FROM memories"
+        "SELECT category, content, substr(created_at, 1, 10) AS day, number FROM memories"
         " WHERE namespace = ? AND tier = 'core' AND category != 'profile' ORDER BY created_at, seq"
     )
     live_of = f"SELECT seq, number, category, session_id FROM memories WHERE namespace = ? AND number IN {_SEQS}"
