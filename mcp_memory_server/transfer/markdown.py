@@ -309,7 +309,8 @@ _DATE = r"(?P<date>\d{4}(?:[-/.]\d{1,2}[-/.]\d{1,2}|\s*年\s*\d{1,2}\s*月\s*\d{
 _LEADING = re.compile(rf"^[\[【(（]?{_DATE}[\]】)）]?(?:\s*[:：,，、|—–-]\s*|\s+|(?<=[日号\]】)）]))(?P<rest>\S.*)$")
 _TRAILING = re.compile(rf"^(?P<rest>.*?\S)\s*[(（\[【]{_DATE}[)）\]】]$")
 _DIGITS = re.compile(r"\d+")
-_REF = re.compile(r"<!--\s*mem_(\d{1,12})\s*-->")  # a line's memory, wherever in the line (no leading \s*: quadratic on blanks)
+# A line's memory, wherever in the line (a leading \s* would be quadratic on a long run of blanks).
+_REF = re.compile(r"<!--\s*mem_(\d{1,12})\s*-->")
 _SHOWN = re.compile(r"^\s*<!--\s*shown:\s*([\d,\s-]{0,100000})-->\s*$", re.MULTILINE)
 _RUN = re.compile(r"(\d{1,12})(?:\s*-\s*(\d{1,12}))?")
 _ASCII_WORD = re.compile(r"[a-z]+")
