@@ -270,6 +270,11 @@ IMPORT_SAMPLES = (
     '[{"id":"x","content":"以前用 Sublime Text","state":"archived"},{"content":"Has a cat","state":"deleted"}]',
     "## 偏好\n- 2025-01-12：喝咖啡不加糖\n- Uses vim\n",
     '{"format":"mcp-memory-server","version":1,"memories":[]}',
+    # An edited rendering (mode edits): ids of the seeds, an unknown and a malformed one, a done
+    # todo, a shown line naming memories the file no longer holds.
+    "## 偏好\n- 喝咖啡加燕麦奶 <!-- mem_1 -->\n- ✅ 提醒面试 <!-- mem_99 -->\n"
+    "- x <!-- mem_-1 -->\n<!-- shown: 1-8 -->\n",
+    "## Todos\n- [x] Ship the release <!-- mem_3 --><!-- mem_4 -->\n<!-- shown: 1-3,5,9999999999999 -->\n",
 )
 TIMES = ("2025-01-01T00:00:00Z", "2025-01-01T08:00:00", "yesterday", "", 1735689600, 1735689600000, 10**30, -(10**20))
 entities = st.fixed_dictionaries(
@@ -341,6 +346,7 @@ ARGUMENTS: Mapping[str, Strategy] = {
     "text": text(500, 501),
     "data": import_data,
     "format": weighted((9, st.sampled_from(FORMATS)), (1, st.sampled_from(("jsonl", "", "AUTO")))),
+    "mode": weighted((9, st.sampled_from(("add", "edits"))), (1, st.sampled_from(("", "EDITS", "delete")))),
     # A few ids used again and again (retries of the same call, and the same id for other calls),
     # and ids at and over the bound or not visible ASCII.
     "request_id": weighted(

@@ -140,8 +140,10 @@ async def test_each_namespace_counts_its_own_ids_and_an_id_names_only_its_own_me
         assert [(o["id"], o["action"]) for o in changed["applied"]] == [("mem_2", "updated")]
         assert await _content(alice, "mem_2") == "I cycle along the river every morning, 每天早上骑车"
         assert await _content(bob, "mem_2") == "鲍勃住在北京朝阳区"
-        gone = await call(bob, "apply_changes", ops=[{"action": "del", "key": "mem_2", "category": "identity"}])
-        assert [o["id"] for o in gone["applied"]] == ["mem_2"]
+        # A model's del names Bob's own mem_2 (kept: younger than 7 days); Bob's forget deletes it.
+        kept = await call(bob, "apply_changes", ops=[{"action": "del", "key": "mem_2", "category": "identity"}])
+        assert [(o["id"], o["action"]) for o in kept["applied"]] == [("mem_2", "kept")]
+        assert (await call(bob, "forget", ids=["mem_2"]))["deleted"] == ["mem_2"]
         await _missing(bob, "mem_2")
         assert (await _read(alice, "memory://memories/mem_2"))["history"][0]["content"].startswith("I run along")
         # A number is never handed out again in its namespace, after a delete either.

@@ -61,7 +61,9 @@ async def test_detect_memory_changes_answer_goes_to_apply_changes(client: Client
         CHANGE_EXAMPLE[2] | {"key": old["id"]},
     ]
     applied = await call(client, "apply_changes", ops=answer)
-    assert [a["action"] for a in applied["applied"]] == ["updated", "created", "deleted"]
+    # The third, a del of a memory younger than 7 days, is kept by the keep rules.
+    assert [a["action"] for a in applied["applied"]] == ["updated", "created", "kept"]
+    assert "recent" in applied["applied"][2]["reason"]
     assert applied["applied"][0]["id"] == theme["id"]
 
 
