@@ -13,13 +13,13 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client
-from mcp_types import CreateMessageRequestParams, CreateMessageResult, ErrorData, TextContent
 
 from mcp_memory_server.config import Config
 from mcp_memory_server.server import build_server
 from mcp_memory_server.text import Segmenter
 
 from ..calls import call
+from ..samplers import Sampler, answering_with, never, refusing
 
 pytestmark = pytest.mark.anyio
 
@@ -138,23 +138,8 @@ async def test_statements_that_are_not_the_user_s_value_are_not_keyed(client: Cl
     assert all(m["key"] is None for m in listed["items"])
 
 
-Sampler = Any
-
-
 def answering(text: str) -> Sampler:
-    async def sample(_: Any, __: CreateMessageRequestParams) -> CreateMessageResult:
-        return CreateMessageResult(role="assistant", content=TextContent(type="text", text=text), model="test")
-
-    return sample
-
-
-async def refusing(_: Any, __: CreateMessageRequestParams) -> ErrorData:
-    return ErrorData(code=-1, message="the user declined")
-
-
-async def never(_: Any, __: CreateMessageRequestParams) -> CreateMessageResult:
-    await anyio.sleep(30)
-    raise AssertionError("not reached")
+    return answering_with(text)
 
 
 GOOD = json.dumps(

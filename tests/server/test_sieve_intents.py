@@ -7,13 +7,11 @@ taken. Chinese and English; the model answers well, answers garbage, refuses, or
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
 import pytest
 from mcp import Client
-from mcp_types import CreateMessageRequestParams, CreateMessageResult, ErrorData, TextContent
 
 from mcp_memory_server.config import Config
 from mcp_memory_server.server import build_server
@@ -21,28 +19,13 @@ from mcp_memory_server.text import Segmenter
 
 from .. import rawdb
 from ..calls import call
+from ..samplers import Sampler, answering_with, never, refusing
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
-Sampler = Callable[[Any, CreateMessageRequestParams], Awaitable[CreateMessageResult | ErrorData]]
-
 
 def answering(*memories: dict[str, Any], text: str | None = None) -> Sampler:
-    body = text if text is not None else json.dumps({"memories": list(memories)}, ensure_ascii=False)
-
-    async def sample(_: Any, __: CreateMessageRequestParams) -> CreateMessageResult:
-        return CreateMessageResult(role="assistant", content=TextContent(type="text", text=body), model="test")
-
-    return sample
-
-
-async def refusing(_: Any, __: CreateMessageRequestParams) -> ErrorData:
-    return ErrorData(code=-1, message="the user declined")
-
-
-async def never(_: Any, __: CreateMessageRequestParams) -> CreateMessageResult:
-    await anyio.sleep(30)
-    raise AssertionError("not reached")
+    return answering_with(text if text is not None else json.dumps({"memories": list(memories)}, ensure_ascii=False))
 
 
 def item(content: str, category: str = "fact", importance: float = 0.6, source: str = "user") -> dict[str, Any]:
