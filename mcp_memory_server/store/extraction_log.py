@@ -31,9 +31,11 @@ __all__ = [
     "forget",
     "insert",
     "pending",
+    "plain",
     "recent",
     "settle",
     "settle_abandoned",
+    "texts_of",
 ]
 
 _KEEP = 5000  # runs kept; older ones are pruned as new ones arrive
@@ -207,27 +209,36 @@ async def settle_abandoned(tx: Tx, before: datetime, moment: datetime) -> int:
     return max(cursor.rowcount, 0)
 
 
-def _plain(text: str) -> str:
+def plain(text: str) -> str:
     """Text as compared for forgetting: case and runs of white space do not matter."""
     return " ".join(text.casefold().split())
 
 
-def _scrub_report(report: dict[str, Any], ids: set[str], texts: list[str]) -> bool:
+def _scrub_report(report: dict[str, Any], ids: set[str], texts: Sequence[str]) -> bool:
     """Blank the items of a channel report that wrote a forgotten memory or repeat its text, and
     its detail if that quotes it. Whether the report wrote a forgotten memory (its exchange is
     then that memory's source)."""
     wrote = False
     for item in report.get("items", []):
-        content = _plain(str(item.get("content", "")))
+        content = plain(str(item.get("content", "")))
         if item.get("id") in ids or any(t in content for t in texts):
             wrote = wrote or item.get("id") in ids
             item["content"] = FORGOTTEN
-    if any(t in _plain(str(report.get("detail", ""))) for t in texts):
+    if any(t in plain(str(report.get("detail", ""))) for t in texts):
         report["detail"] = FORGOTTEN
     return wrote
 
 
-async def forget(conn: Conn, sql: Statements, namespace: str, numbers: Sequence[int]) -> int:
+async def texts_of(conn: Conn, sql: Statements, namespace: str, numbers: Sequence[int]) -> list[str]:
+    """Every text the namespace's memories `numbers` have had (content, earlier values, archived
+    copy), as compared for forgetting (`plain`)."""
+    if not numbers:
+        return []
+    rows = await conn.execute_fetchall(sql.forgotten_texts, (namespace, sql.array(numbers)) * 4)
+    return sorted({text for _, content in rows if (text := plain(content))})
+
+
+async def forget(conn: Conn, sql: Statements, namespace: str, numbers: Sequence[int], texts: Sequence[str]) -> int:
     """Take the namespace's memories `numbers`, about to be deleted for good, out of the extraction
     log ("forget this" leaves nothing behind): every item that wrote one, or repeats a text it has
     had (its content, earlier values, archived copy), shows FORGOTTEN instead, and so does every
@@ -236,9 +247,6 @@ async def forget(conn: Conn, sql: Statements, namespace: str, numbers: Sequence[
     by the model's answer and the exchange stays. Returns the runs changed."""
     if not numbers:
         return 0
-    wanted = sql.array(numbers)
-    rows = await conn.execute_fetchall(sql.forgotten_texts, (namespace, wanted) * 4)
-    texts = sorted({plain for _, content in rows if (plain := _plain(content))})
     ids = {memory_id(n) for n in numbers}
     notes = set(numbers)
     changed = 0
@@ -250,7 +258,7 @@ async def forget(conn: Conn, sql: Statements, namespace: str, numbers: Sequence[
         source = _scrub_report(fast, ids, texts) | _scrub_report(deep, ids, texts)
         source = source or (note_seq in notes and status == "done")
         for side in ("user", "assistant"):
-            if previews.get(side) and (source or any(t in _plain(previews[side]) for t in texts)):
+            if previews.get(side) and (source or any(t in plain(previews[side]) for t in texts)):
                 previews[side] = FORGOTTEN
         after = tuple(json.dumps(v, ensure_ascii=False) for v in (previews, fast, deep))
         if after != tuple(json.dumps(json.loads(v), ensure_ascii=False) for v in before):

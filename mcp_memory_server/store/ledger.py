@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from ..errors import InvalidInput
 from .backend import Conn
+from .extraction_log import FORGOTTEN, plain
 from .statements import Statements
 
-__all__ = ["PRUNE_BATCH", "Request", "Stored", "find", "fingerprint", "prune", "record"]
+__all__ = ["PRUNE_BATCH", "Request", "Stored", "find", "fingerprint", "forget", "prune", "record"]
 
 PRUNE_BATCH = 500  # expired rows deleted per transaction: writers wait for no long delete
 
@@ -76,3 +77,29 @@ async def prune(conn: Conn, sql: Statements, namespace: str, before: str) -> int
     """Delete up to PRUNE_BATCH of the namespace's rows written before `before`; how many went."""
     cursor = await conn.execute(sql.request_prune, (namespace, namespace, before, PRUNE_BATCH))
     return max(cursor.rowcount, 0)
+
+
+async def forget(conn: Conn, sql: Statements, namespace: str, texts: Sequence[str]) -> int:
+    """Take forgotten texts (`extraction_log.texts_of`) out of the answers the ledger keeps: every
+    string of an answer that holds one (an extract's item, a detail quoting it) becomes FORGOTTEN,
+    so a retry is answered without them. Returns the answers changed."""
+    if not texts:
+        return 0
+    changed = 0
+    for request_id, raw in await conn.execute_fetchall(sql.request_answers, (namespace,)):
+        answer = json.loads(raw)
+        scrubbed = _without(answer, texts)
+        if scrubbed != answer:
+            await conn.execute(sql.request_scrub, (json.dumps(scrubbed, ensure_ascii=False), namespace, request_id))
+            changed += 1
+    return changed
+
+
+def _without(value: Any, texts: Sequence[str]) -> Any:
+    if isinstance(value, str):
+        return FORGOTTEN if any(t in plain(value) for t in texts) else value
+    if isinstance(value, list):
+        return [_without(v, texts) for v in value]
+    if isinstance(value, dict):
+        return {k: _without(v, texts) for k, v in value.items()}
+    return value

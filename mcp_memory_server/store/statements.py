@@ -169,6 +169,8 @@ class Statements:
     request_find: str  # (namespace, request_id, since): tool, fingerprint, answer
     request_record: str  # (namespace, request_id, tool, fingerprint, answer, created_at), over an expired row
     request_prune: str  # (namespace, namespace, before, limit): expired rows, a batch
+    request_answers: str  # (namespace): request_id, answer
+    request_scrub: str  # (answer, namespace, request_id)
 
     # ---- shapes that depend on the call ----------------------------------------------------
 

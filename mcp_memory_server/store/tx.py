@@ -13,7 +13,7 @@ import anyio
 from pydantic import BaseModel
 
 from ..models import Draft, Memory, SessionState
-from . import extraction_log
+from . import extraction_log, ledger
 from .backend import Conn
 from .changeset import Change, Noted
 from .draft_values import IndexFields, bulk_rows, draft_values, normalized
@@ -259,8 +259,11 @@ class Tx:
         if not numbers:
             return []
         sql, wanted = self._sql, self._sql.array(numbers)
-        # First, while their texts (history and archived copies included) can still be read.
-        await extraction_log.forget(self._conn, sql, self._ns, numbers)
+        # First, while their texts (history and archived copies included) can still be read: out
+        # of the extraction log and of the answers the request ledger keeps for retries.
+        texts = await extraction_log.texts_of(self._conn, sql, self._ns, numbers)
+        await extraction_log.forget(self._conn, sql, self._ns, numbers, texts)
+        await ledger.forget(self._conn, sql, self._ns, texts)
         rows = list(await self._conn.execute_fetchall(sql.live_of, (self._ns, wanted)))
         found = [seq for seq, _, _, _ in rows]
         gone = [number for _, number, _, _ in rows]

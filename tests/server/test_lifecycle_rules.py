@@ -98,6 +98,26 @@ async def test_forget_leaves_no_text_in_the_extraction_log(config: Config, segme
             assert found == [(0,)], (table, text, rawdb.rows(config, f"SELECT * FROM {table}"))
 
 
+async def test_forget_leaves_no_text_in_the_answers_kept_for_retries(config: Config, segmenter: Segmenter) -> None:
+    """The request ledger keeps each answer for a retry with the same request_id; a remember's
+    answer holds the memory. Forgetting it takes its texts (the earlier values too) out of the
+    kept answers, and a retry is answered without them."""
+    first = {"content": "我住在杭州西湖区", "key": "user.city", "request_id": "r1"}
+    async with Client(build_server(config, segmenter)) as client:
+        stored = await call(client, "remember", **first)
+        await call(client, "remember", content="I moved to Berlin, near Tempelhof", key="user.city", request_id="r2")
+        kept = await call(client, "remember", content="I drink oolong tea every morning", request_id="r3")
+        assert "杭州" in json.dumps(rawdb.rows(config, "SELECT answer FROM write_requests"), ensure_ascii=False)
+        await call(client, "forget", ids=[stored["id"]], request_id="r4")
+        answers = json.dumps(rawdb.rows(config, "SELECT answer FROM write_requests"), ensure_ascii=False)
+        for text in ("杭州", "西湖", "Berlin", "Tempelhof"):
+            assert text not in answers, text
+        assert "oolong" in answers, "only the forgotten memory's texts go"
+        retried = await call(client, "remember", **first)  # the same call again: answered from the ledger
+        assert retried["id"] == stored["id"] and "杭州" not in json.dumps(retried, ensure_ascii=False)
+        assert (await call(client, "list"))["total"] == 1 and kept["id"] != stored["id"]
+
+
 @pytest.mark.sqlite_only
 async def test_an_update_counts_as_a_use_for_cleanup(
     config: Config, segmenter: Segmenter, service: MemoryService

@@ -361,6 +361,8 @@ class PgStatements(Statements):
         f" ON a.seq = h.memory_seq WHERE a.namespace = %s AND a.number = {_SEQS}"
     )
     log_runs = "SELECT number, status, input, fast, deep, note_seq FROM extraction_log WHERE namespace = %s"
+    request_answers = "SELECT request_id, answer FROM write_requests WHERE namespace = %s"
+    request_scrub = "UPDATE write_requests SET answer = %s WHERE namespace = %s AND request_id = %s"
     log_scrub = "UPDATE extraction_log SET input = %s, fast = %s, deep = %s WHERE namespace = %s AND number = %s"
     log_settle_abandoned = (
         "UPDATE extraction_log SET status = 'done', deep = %s, updated_at = %s"

@@ -365,6 +365,8 @@ class SqliteStatements(Statements):
         f" ON a.seq = h.memory_seq WHERE a.namespace = ? AND a.number IN {_SEQS}"
     )
     log_runs = "SELECT number, status, input, fast, deep, note_seq FROM extraction_log WHERE namespace = ?"
+    request_answers = "SELECT request_id, answer FROM write_requests WHERE namespace = ?"
+    request_scrub = "UPDATE write_requests SET answer = ? WHERE namespace = ? AND request_id = ?"
     log_scrub = "UPDATE extraction_log SET input = ?, fast = ?, deep = ? WHERE namespace = ? AND number = ?"
     log_settle_abandoned = (
         "UPDATE extraction_log SET status = 'done', deep = ?, updated_at = ?"
