@@ -141,8 +141,16 @@ async def stored(store: Store) -> Stored:
     return Stored(data=json.loads(row.data), manual=json.loads(row.manual), stale=row.stale)
 
 
-async def _save(store: Store, data: dict[str, Any], manual: Mapping[str, Any] | None, now: datetime) -> None:
-    """Store a synthesised profile in the profile table (never as a memory); it is fresh from now on."""
+async def _save(
+    store: Store,
+    data: dict[str, Any],
+    manual: Mapping[str, Any] | None,
+    now: datetime,
+    asked_at: datetime | None = None,
+) -> None:
+    """Store a synthesised profile in the profile table (never as a memory); it is fresh from now
+    on, unless a memory about the user was written after `asked_at` (while a model was writing it
+    from the memories before): then it is stale at once, and synthesised again when next due."""
     async with store.transaction() as tx:
         if manual is None:
             manual = await manual_edits(tx)
@@ -150,6 +158,8 @@ async def _save(store: Store, data: dict[str, Any], manual: Mapping[str, Any] | 
         await profile_data.save(
             tx, json.dumps(data, ensure_ascii=False), json.dumps(manual, ensure_ascii=False), iso(now)
         )
+        if asked_at is not None and await profile_data.changed_since(tx, iso(asked_at)):
+            await tx.profile_stale()
 
 
 def _apply_manual(data: Mapping[str, Any], manual: Mapping[str, Any]) -> dict[str, Any]:
@@ -231,7 +241,9 @@ async def _live_view(store: Store, data: dict[str, Any]) -> Profile:
     return Profile.model_validate(view)
 
 
-async def store_model_answer(store: Store, answer: Mapping[str, Any] | str) -> Profile:
+async def store_model_answer(
+    store: Store, answer: Mapping[str, Any] | str, *, asked_at: datetime | None = None
+) -> Profile:
     """Keep a model's profile (the synthesize_profile prompt's answer): every field checked,
     citations of unknown memories dropped. Raises InvalidInput saying what is wrong."""
     try:
@@ -258,7 +270,7 @@ async def store_model_answer(store: Store, answer: Mapping[str, Any] | str) -> P
         for field in ("summary", "language_preferences", *FIELDS)
     } | {"method": "model"}
     now = utcnow()
-    await _save(store, data, None, now)
+    await _save(store, data, None, now, asked_at)
     return await get_profile(store, now=now)
 
 

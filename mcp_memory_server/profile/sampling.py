@@ -76,13 +76,16 @@ def json_part(text: str) -> str:
     return text[start : end + 1] if 0 <= start < end else text
 
 
-async def keep_answer(store: Store, answer: str | None, failure: str | None = None) -> Profile | None:
+async def keep_answer(
+    store: Store, answer: str | None, failure: str | None = None, *, asked_at: datetime | None = None
+) -> Profile | None:
     """Store a model's answer as the profile. A failure or an unusable answer keeps the stored
     profile (rules synthesise one where none is stored); returns the new profile, or None when
-    the model's answer was not used."""
+    the model's answer was not used. `asked_at`: when the memories the model was shown were read
+    (a memory about the user written since leaves the new profile stale)."""
     if answer is not None:
         try:
-            profile = await profiles.store_model_answer(store, json_part(answer))
+            profile = await profiles.store_model_answer(store, json_part(answer), asked_at=asked_at)
         except InvalidInput as exc:
             failure = f"the answer was unusable ({exc})"
         else:

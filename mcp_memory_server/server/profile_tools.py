@@ -81,8 +81,9 @@ async def refresh_before_sieve(ctx: Ctx) -> None:
     if not await sampling.due(store) or not sampling.claim(store):
         return
     try:
+        asked_at = utcnow()
         answer, failure = await ask_client(ctx, await _request(store))
-        await sampling.keep_answer(store, answer, failure)
+        await sampling.keep_answer(store, answer, failure, asked_at=asked_at)
     finally:
         sampling.release(store)
 
@@ -161,6 +162,7 @@ class ProfileAtStart:
             return
         timeout = app.config.conversation.sampling_timeout_s
         try:
+            asked_at = utcnow()
             request = CreateMessageRequest(params=(await _request(store)).params)
             answer: str | None = None
             failure: str | None = None
@@ -171,7 +173,7 @@ class ProfileAtStart:
                 failure = f"the client's model did not answer within {timeout:g} s"
             except Exception as exc:  # a refusal, a closed connection: the stored profile stays
                 failure = f"sampling failed: {exc}"
-            await sampling.keep_answer(store, answer, failure)
+            await sampling.keep_answer(store, answer, failure, asked_at=asked_at)
         except Exception:
             log.exception("the profile's synthesis at session start failed")
         finally:

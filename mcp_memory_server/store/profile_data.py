@@ -9,9 +9,9 @@ from collections.abc import Iterable
 
 from ..models import Memory
 from .rows import ProfileRow, memory_row, scalar, scalars
-from .tx import Tx
+from .tx import PROFILE_CATEGORIES, Tx
 
-__all__ = ["core_memories", "live_ids", "manual_edits", "profile", "save", "save_manual_edits"]
+__all__ = ["changed_since", "core_memories", "live_ids", "manual_edits", "profile", "save", "save_manual_edits"]
 
 
 async def profile(tx: Tx) -> ProfileRow | None:
@@ -30,6 +30,13 @@ async def manual_edits(tx: Tx) -> str | None:
 async def save(tx: Tx, data: str, manual: str, at: str) -> None:
     """Store a synthesised profile (`data`) with the manual edits; it is fresh from now on."""
     await tx._conn.execute(tx._sql.profile_save, (tx.namespace, data, manual, at))
+
+
+async def changed_since(tx: Tx, since: str) -> bool:
+    """Whether a memory about the user (PROFILE_CATEGORIES) was written after `since`."""
+    categories = tx._sql.array(sorted(PROFILE_CATEGORIES))
+    rows = await tx._conn.execute_fetchall(tx._sql.profile_changed_since, (tx.namespace, categories, since))
+    return bool(list(rows))
 
 
 async def save_manual_edits(tx: Tx, manual: str, at: str, *, empty: str) -> None:

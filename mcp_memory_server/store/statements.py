@@ -60,6 +60,7 @@ class Statements:
     categories_of: str  # (namespace, number): seq, number, category, session_id
     keep_history: str  # (reason, changed_at, seq)
     profile_stale_if: str  # (namespace, category, array(categories), seq, array(categories))
+    profile_changed_since: str  # (namespace, array(categories), since): a row when one of them was written since
     # (*draft values, content_hash, updated_at, last_accessed, seq, namespace): an update is a use
     # of the memory, a trigger in the original format's words (trigger_count, last_triggered).
     update_memory: str

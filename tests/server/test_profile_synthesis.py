@@ -15,6 +15,7 @@ from mcp import Client
 from mcp_types import CreateMessageRequestParams, CreateMessageResult, ErrorData, TextContent
 
 from mcp_memory_server.config import Config
+from mcp_memory_server.memory import MemoryService
 from mcp_memory_server.profile import sampling
 from mcp_memory_server.profile.sampling import SYSTEM
 from mcp_memory_server.server import build_server
@@ -167,6 +168,32 @@ async def test_extract_waits_for_a_synthesis_under_way(config: Config, segmenter
             await call(client, "extract", user_message="Go 服务的日志在哪", assistant_message="在 /var/log")
     assert "lives in Berlin" in model.sieve_prompts[-1], model.sieve_prompts[-1]
     assert len(model.profile_prompts) == asked + 1  # the other synthesis' question: none by extract
+
+
+async def test_a_change_while_the_model_writes_leaves_the_profile_stale(config: Config, segmenter: Segmenter) -> None:
+    """A memory about the user written while the model is writing the profile (another client, on
+    the same database) is not in what the model was shown: the new profile is stale at once, and
+    the next extract asks again."""
+    model = Model()
+    moved = False
+
+    async def writing_meanwhile(ctx: Any, params: CreateMessageRequestParams) -> CreateMessageResult | ErrorData:
+        nonlocal moved
+        if params.system_prompt == SYSTEM and not moved:
+            moved = True
+            async with Store(config, segmenter) as other:
+                await MemoryService(other).remember(content="我搬到了柏林", key="user.city", category="identity")
+        return await model(ctx, params)
+
+    async with Client(build_server(config, segmenter), mode="legacy", sampling_callback=writing_meanwhile) as client:
+        for memory in MEMORIES:
+            await call(client, "remember", **memory)
+        await call(client, "extract", user_message="Go 服务的日志在哪", assistant_message="在 /var/log")
+        assert moved and "lives in 杭州" in model.sieve_prompts[-1]
+        assert (await _profile(client))["stale"]
+        await call(client, "extract", user_message="How do I rotate them?", assistant_message="Use logrotate.")
+        assert len(model.profile_prompts) == 2 and "柏林" in model.profile_prompts[-1]
+        assert not (await _profile(client))["stale"]
 
 
 @pytest.mark.parametrize("behaviour", ["garbage", "fail", "slow"])

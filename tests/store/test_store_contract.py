@@ -156,6 +156,7 @@ async def _script(store: Store) -> dict[str, Any]:
         out["profile"] = await profile_data.profile(tx)
         out["core_memories"] = await profile_data.core_memories(tx, 10)
         out["live_ids"] = await profile_data.live_ids(tx, [f"mem_{tea}", "mem_99999"])
+        out["changed_since"] = [await profile_data.changed_since(tx, iso(_at(m))) for m in (-100_000, 100_000)]
         await tx.profile_stale()
         out["profile_stale"] = await profile_data.profile(tx)
         await profile_data.save_manual_edits(tx, '{"notes": ["手动"]}', iso(_at(21)), empty="{}")
@@ -343,6 +344,7 @@ def _checks(out: dict[str, Any]) -> None:
     assert out["session"].updated_at == _at(15)  # touched by the recall's access write
     assert out["profile"].stale is False and out["profile_stale"].stale is True
     assert out["live_ids"] == {out["get"].id}
+    assert out["changed_since"] == [True, False]  # memories about the user written at T0 + minutes
     assert out["manual_edits"] == '{"notes": ["手动"]}'
     assert out["archive"] == [parse_id(out["store_get"].id)]
     assert out["restored"].last_accessed == _at(31)

@@ -102,6 +102,9 @@ class PgStatements(Statements):
         " reason, changed_at) SELECT seq, content, key, category, importance, confidence, tags, source, %s, %s"
         " FROM memories WHERE seq = %s"
     )
+    profile_changed_since = (
+        f"SELECT 1 FROM memories WHERE namespace = %s AND category = {_TEXTS} AND updated_at > %s LIMIT 1"
+    )
     profile_stale_if = (
         f"UPDATE profile SET stale = true WHERE namespace = %s AND NOT stale AND (%s = {_TEXTS}"
         f" OR (SELECT category FROM memories WHERE seq = %s) = {_TEXTS})"

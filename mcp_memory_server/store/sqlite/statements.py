@@ -104,6 +104,9 @@ class SqliteStatements(Statements):
         " reason, changed_at) SELECT seq, content, key, category, importance, confidence, tags, source, ?, ?"
         " FROM memories WHERE seq = ?"
     )
+    profile_changed_since = (
+        f"SELECT 1 FROM memories WHERE namespace = ? AND category IN {_LIST} AND updated_at > ? LIMIT 1"
+    )
     profile_stale_if = (
         f"UPDATE profile SET stale = 1 WHERE namespace = ? AND stale = 0 AND (? IN {_LIST}"
         f" OR (SELECT category FROM memories WHERE seq = ?) IN {_LIST})"
