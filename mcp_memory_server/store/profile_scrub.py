@@ -14,9 +14,10 @@ from .backend import Conn
 from .rows import memory_id, scalar, scalars
 from .statements import Statements
 
-__all__ = ["PROFILE_KEY", "scrub"]
+__all__ = ["MIGRATION", "PROFILE_KEY", "drop_profile_memories", "scrub"]
 
 PROFILE_KEY = "user.profile"
+MIGRATION = 13  # the version in store/sqlite/schema.py and store/postgres/schema.py
 _LISTS = ("domains", "high_value_signals", "low_value_signals", "active_projects")
 _SINGLE = ("summary", "language_preferences")
 
@@ -43,6 +44,19 @@ async def scrub(conn: Conn, sql: Statements, namespace: str, numbers: Sequence[i
         # every turn would otherwise make the profile due again after every extract.
         if data != before:
             await conn.execute(sql.profile_scrubbed, (json.dumps(data, ensure_ascii=False), namespace))
+    await _drop_mirror(conn, sql, namespace)
+
+
+async def drop_profile_memories(conn: Conn, sql: Statements) -> int:
+    """The migration that keeps the profile out of the memories: every namespace's `profile`
+    memory goes now, not at the namespace's next deletion. Returns the namespaces that had one."""
+    namespaces = await scalars(conn, sql.key_namespaces, (PROFILE_KEY,))
+    for namespace in namespaces:
+        await _drop_mirror(conn, sql, namespace)
+    return len(namespaces)
+
+
+async def _drop_mirror(conn: Conn, sql: Statements, namespace: str) -> None:
     mirror = await scalars(conn, sql.key_seqs, (namespace, PROFILE_KEY))
     if mirror:
         for statement in (sql.delete_history, sql.delete_fts, sql.delete_memories):

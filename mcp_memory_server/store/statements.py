@@ -116,6 +116,7 @@ class Statements:
     profile_sources: str  # (namespace, limit)
     profile_live_ids: str  # (namespace, array(ids))
     key_seqs: str  # (namespace, key): seq
+    key_namespaces: str  # (key): each namespace where a live memory holds the key
 
     # ---- the archive -----------------------------------------------------------------------
     archive_history: str  # (array(seqs),)

@@ -21,7 +21,7 @@ from ..models import Memory, SessionState, Stats
 from ..text.keyword_query import KeywordQuery
 from ..text.segmenter import Segmenter
 from ..text.tokens import INDEX_VERSION, index_text, like_pattern
-from . import key_slots
+from . import key_slots, profile_scrub
 from .access_counts import Accesses
 from .backend import Backend, CommitUnknown, Conn
 from .changeset import Change, decode, encode, tell
@@ -122,6 +122,8 @@ class Store(VectorOps, RequestOps):
                     await conn.execute(statement)
                 if version == key_slots.MIGRATION:
                     await key_slots.merge_key_slots(conn, self._sql, self._tx_in)
+                if version == profile_scrub.MIGRATION:
+                    await profile_scrub.drop_profile_memories(conn, self._sql)
                 if version == 1:
                     await conn.execute(self._sql.index_version_first, (str(INDEX_VERSION),))
                 await conn.execute(self._sql.migration_record, (version, name, iso(utcnow())))

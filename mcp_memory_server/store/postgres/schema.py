@@ -287,4 +287,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         # letters), since the statements cannot spell keys the way text/keys.py does.
         (),
     ),
+    (
+        13,
+        "the profile kept out of the memories",
+        # The program removes the memory (key user.profile) that earlier versions wrote to carry
+        # the profile's text, with its history and index row (store/profile_scrub.py).
+        (),
+    ),
 )

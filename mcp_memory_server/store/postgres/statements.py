@@ -201,6 +201,7 @@ class PgStatements(Statements):
     )
     profile_live_ids = f"SELECT 'mem_' || number FROM memories WHERE namespace = %s AND 'mem_' || number = {_TEXTS}"
     key_seqs = "SELECT seq FROM memories WHERE namespace = %s AND key = %s"
+    key_namespaces = "SELECT DISTINCT namespace FROM memories WHERE key = %s"
 
     archive_history = (
         f"INSERT INTO memory_history_archive ({HISTORY_COLUMNS}) SELECT {HISTORY_COLUMNS} FROM memory_history"

@@ -202,6 +202,7 @@ class SqliteStatements(Statements):
     )
     profile_live_ids = f"SELECT 'mem_' || number FROM memories WHERE namespace = ? AND 'mem_' || number IN {_LIST}"
     key_seqs = "SELECT seq FROM memories WHERE namespace = ? AND key = ?"
+    key_namespaces = "SELECT DISTINCT namespace FROM memories WHERE key = ?"
 
     archive_history = (
         f"INSERT INTO memory_history_archive ({HISTORY_COLUMNS}) SELECT {HISTORY_COLUMNS} FROM memory_history"
