@@ -42,7 +42,7 @@ def add_memory_tools(server: MCPServer[Spaces], config: Config) -> None:
     @server.tool(
         description=(
             "Store one memory. The same key replaces its value (the old one stays in history); near-identical "
-            "content in the same category is merged. The result's action says which."
+            "content in the same category is merged."
         ),
         annotations=ToolAnnotations(
             title="Remember", read_only_hint=False, destructive_hint=False, idempotent_hint=True
@@ -188,7 +188,7 @@ def add_memory_tools(server: MCPServer[Spaces], config: Config) -> None:
         name="apply_changes",
         description=(
             "Apply add/del operations, all or none (e.g. the detect_memory_changes answer): add creates or "
-            "replaces the memory its key names, del deletes it if its category matches."
+            "replaces the memory its key names, del deletes it if its category matches (a protected one is kept)."
         ),
         annotations=ToolAnnotations(
             title="Apply memory changes", read_only_hint=False, destructive_hint=True, idempotent_hint=True

@@ -212,7 +212,7 @@ async def _refresh(ctx: Ctx, profile: dict[str, Any] | None, asked: Any) -> Prof
 def add_profile_tools(server: MCPServer[Spaces]) -> None:
     @server.tool(
         description=(
-            "Synthesise the user profile from the core memories again (by your model if the client can sample, "
+            "Synthesise the user profile again (by your model if the client can sample, "
             "else by rules), or store `profile`, your synthesize_profile answer. Manual edits stay."
         ),
         annotations=ToolAnnotations(title="Refresh profile", read_only_hint=False, destructive_hint=False),

@@ -178,7 +178,8 @@ def add_session_tools(server: MCPServer[Spaces]) -> None:
     @server.tool(
         description=(
             "Sieve one exchange: the user's high-signal sentences (preferences, identity, decisions, corrections, "
-            "to-dos, 'remember ...') are stored now; the client's model, if it can sample, extracts the rest into "
+            "to-dos, 'remember ...') are stored now, 'forget ...' forgets; the client's model, if it can sample, "
+            "extracts the rest into "
             "working memory. Secrets are never stored."
         ),
         annotations=ToolAnnotations(
