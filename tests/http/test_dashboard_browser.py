@@ -700,6 +700,44 @@ TEAM = "team-token-0123456789abcdef"
 OTHER = "other-token-0123456789abcdef"
 
 
+def test_a_late_answer_from_before_the_sign_in_does_not_sign_out(
+    context: BrowserContext, tmp_path: Path, cache_dir: Path
+) -> None:
+    """The language switched on the sign-in page asks the server again (without a token); if that
+    answer comes after a sign-in, the signed-in dashboard stays (it once brought the form back)."""
+    with http_server(tmp_path, cache_dir, {"MCP_MEMORY_TOKENS": f"team:{TEAM}"}) as tokened:
+        base = f"http://127.0.0.1:{tokened.port}"
+        Api(base, TEAM).post("/memories", {"content": "团队的部署窗口是周四晚上 (team deploy window)"})
+        tab = context.new_page()
+        held: list[Any] = []
+        try:
+            tab.goto(f"{base}/ui")
+            tab.evaluate("sessionStorage.clear(); localStorage.clear()")
+            tab.reload()
+            expect(tab.get_by_test_id("signin-form")).to_be_visible()
+
+            def hold_once(route: Any) -> None:
+                if held:
+                    route.continue_()
+                else:
+                    held.append(route)  # answered below, after the sign-in
+
+            tab.route("**/ui/api/info", hold_once)
+            tab.get_by_test_id("lang-switch").select_option("zh")
+            tab.wait_for_timeout(200)
+            assert len(held) == 1
+            tab.get_by_test_id("signin-token").fill(TEAM)
+            tab.get_by_test_id("signin-submit").click()
+            expect(tab.get_by_test_id("memory-row")).to_have_count(1)
+            with tab.expect_response("**/ui/api/info"):
+                held[0].continue_()
+            tab.wait_for_timeout(200)
+            expect(tab.get_by_test_id("signin-form")).to_have_count(0)
+            expect(tab.get_by_test_id("memory-row")).to_contain_text("团队的部署窗口")
+        finally:
+            tab.close()
+
+
 def test_sign_in_with_a_token(context: BrowserContext, tmp_path: Path, cache_dir: Path) -> None:
     env = {"MCP_MEMORY_TOKENS": f"team:{TEAM},other:{OTHER}"}
     with http_server(tmp_path, cache_dir, env) as tokened:

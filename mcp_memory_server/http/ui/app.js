@@ -195,14 +195,22 @@ function signIn(problem) {
   input.focus();
 }
 
+// Each start (the page opening, a sign-in, a language switch) supersedes the ones before: an
+// older start's late answer (asked before the sign-in, so without its token) must not sign out.
+let starts = 0;
+
 async function start() {
+  const mine = ++starts;
   document.documentElement.lang = getLang() === 'zh' ? 'zh-CN' : 'en';
+  let info;
   try {
-    ctx.info = await call('/info');
+    info = await call('/info');
   } catch (error) {
-    clear(root).append(h('div', { class: 'signin-page' }, errorState(error, start)));
+    if (mine === starts) clear(root).append(h('div', { class: 'signin-page' }, errorState(error, start)));
     return;
   }
+  if (mine !== starts) return;
+  ctx.info = info;
   if (ctx.info.auth && (!getToken() || ctx.info.namespace === null)) {
     signIn(getToken() ? { status: 401, code: 'invalid_token', message: '' } : null);
     return;
