@@ -709,28 +709,36 @@ def test_a_late_answer_from_before_the_sign_in_does_not_sign_out(
         base = f"http://127.0.0.1:{tokened.port}"
         Api(base, TEAM).post("/memories", {"content": "团队的部署窗口是周四晚上 (team deploy window)"})
         tab = context.new_page()
-        held: list[Any] = []
         try:
             tab.goto(f"{base}/ui")
             tab.evaluate("sessionStorage.clear(); localStorage.clear()")
             tab.reload()
             expect(tab.get_by_test_id("signin-form")).to_be_visible()
 
-            def hold_once(route: Any) -> None:
-                if held:
-                    route.continue_()
-                else:
-                    held.append(route)  # answered below, after the sign-in
+            held: dict[str, Any] = {}
 
-            tab.route("**/ui/api/info", hold_once)
+            def hold_first(name: str) -> Callable[[Any], None]:
+                def handle(route: Any) -> None:
+                    if name in held:
+                        route.continue_()
+                    else:
+                        held[name] = route  # answered below, in the worst order
+
+                return handle
+
+            tab.route("**/ui/api/info", hold_first("info"))
+            tab.route("**/ui/api/memories?*", hold_first("memories"))
             tab.get_by_test_id("lang-switch").select_option("zh")
             tab.wait_for_timeout(200)
-            assert len(held) == 1
             tab.get_by_test_id("signin-token").fill(TEAM)
-            tab.get_by_test_id("signin-submit").click()
+            tab.get_by_test_id("signin-submit").click()  # the token is set; its check is held
+            tab.wait_for_timeout(200)
+            assert set(held) == {"info", "memories"}
+            with tab.expect_response("**/ui/api/info"):  # the switch's answer, asked without the token
+                held["info"].continue_()
+            tab.wait_for_timeout(200)
+            held["memories"].continue_()
             expect(tab.get_by_test_id("memory-row")).to_have_count(1)
-            with tab.expect_response("**/ui/api/info"):
-                held[0].continue_()
             tab.wait_for_timeout(200)
             expect(tab.get_by_test_id("signin-form")).to_have_count(0)
             expect(tab.get_by_test_id("memory-row")).to_contain_text("团队的部署窗口")

@@ -195,21 +195,24 @@ function signIn(problem) {
   input.focus();
 }
 
-// Each start (the page opening, a sign-in, a language switch) supersedes the ones before: an
-// older start's late answer (asked before the sign-in, so without its token) must not sign out.
+// Each start (the page opening, a sign-in, a language switch) supersedes the ones before, and a
+// sign-in supersedes every start under way: an answer asked without the new token must not sign out.
 let starts = 0;
 
 async function start() {
   const mine = ++starts;
+  const token = getToken();
+  // Superseded meanwhile: a later start, or a sign-in under way (the token changed).
+  const stale = () => mine !== starts || token !== getToken();
   document.documentElement.lang = getLang() === 'zh' ? 'zh-CN' : 'en';
   let info;
   try {
     info = await call('/info');
   } catch (error) {
-    if (mine === starts) clear(root).append(h('div', { class: 'signin-page' }, errorState(error, start)));
+    if (!stale()) clear(root).append(h('div', { class: 'signin-page' }, errorState(error, start)));
     return;
   }
-  if (mine !== starts) return;
+  if (stale()) return;
   ctx.info = info;
   if (ctx.info.auth && (!getToken() || ctx.info.namespace === null)) {
     signIn(getToken() ? { status: 401, code: 'invalid_token', message: '' } : null);
