@@ -305,7 +305,11 @@ class MemoryService:
             track_access=track_access,
         )
 
-    async def forget(self, ids: Sequence[str], *, request_id: str | None = None) -> ForgetResult:
+    async def forget(
+        self, ids: Sequence[str], *, request_id: str | None = None, scrub_log: bool = True
+    ) -> ForgetResult:
+        """Delete memories for good. `scrub_log=False` only for the sieve retiring its own fallback
+        note once the model has answered: the exchange is not forgotten, so the log keeps it."""
         if not ids:
             raise InvalidInput("ids is empty; give the ids of the memories to forget, such as ['mem_12'].")
         validate.batch(len(ids), self.config, "ids")
@@ -315,7 +319,7 @@ class MemoryService:
         async with self.store.transaction(asked) as tx:
             if (first := tx.replayed(ForgetResult)) is not None:
                 return first
-            deleted = set(await tx.delete([n for n in numbers.values() if n is not None]))
+            deleted = set(await tx.delete([n for n in numbers.values() if n is not None], forgotten=scrub_log))
             result = ForgetResult(
                 deleted=[i for i in wanted if numbers[i] in deleted],
                 not_found=[i for i in wanted if numbers[i] not in deleted],

@@ -300,7 +300,7 @@ class Sieve:
                     items=items,
                 )
                 if note is not None:  # the model answered: the note has done its job
-                    await self.service.forget([note])
+                    await self.service.forget([note], scrub_log=False)  # retired, not forgotten
                     note = None
         if answer is None or failure is not None:
             if failure is not None:

@@ -252,18 +252,20 @@ class Tx:
         rows = await self._conn.execute_fetchall(self._sql.core_lines, (self._ns,))
         return [CoreLine._make(r) for r in rows]
 
-    async def delete(self, numbers: Sequence[int]) -> list[int]:
+    async def delete(self, numbers: Sequence[int], *, forgotten: bool = True) -> list[int]:
         """Delete for real this namespace's memories of `numbers`: the memory, its history and its
-        index entry, or its archived copy, and its text in the extraction log ("forget this" leaves
-        nothing behind, in the archive or the log either). Returns the numbers deleted."""
+        index entry, or its archived copy, and, when they are `forgotten` (the user's or a model's
+        wish, not the sieve retiring its own note), their text in the extraction log and in the
+        answers kept for retries ("forget this" leaves nothing behind). Returns the numbers deleted."""
         if not numbers:
             return []
         sql, wanted = self._sql, self._sql.array(numbers)
-        # First, while their texts (history and archived copies included) can still be read: out
-        # of the extraction log and of the answers the request ledger keeps for retries.
-        texts = await extraction_log.texts_of(self._conn, sql, self._ns, numbers)
-        await extraction_log.forget(self._conn, sql, self._ns, numbers, texts)
-        await ledger.forget(self._conn, sql, self._ns, texts)
+        if forgotten:
+            # First, while their texts (history and archived copies included) can still be read.
+            # Every run of the log and every kept answer is read: not for the sieve's every turn.
+            texts = await extraction_log.texts_of(self._conn, sql, self._ns, numbers)
+            await extraction_log.forget(self._conn, sql, self._ns, numbers, texts)
+            await ledger.forget(self._conn, sql, self._ns, texts)
         rows = list(await self._conn.execute_fetchall(sql.live_of, (self._ns, wanted)))
         found = [seq for seq, _, _, _ in rows]
         gone = [number for _, number, _, _ in rows]
