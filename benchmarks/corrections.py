@@ -20,7 +20,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from mcp_memory_server.config import Config
-from mcp_memory_server.memory import recall
+from mcp_memory_server.retrieval import fusion, supersession
 from mcp_memory_server.sieve.signals import detect_signals
 from mcp_memory_server.store.rows import Candidate, MemoryRow
 
@@ -72,15 +72,12 @@ def main() -> None:
     detect_signals(MESSAGES[0])  # the patterns compile on first use
     per = median_ms(lambda: [detect_signals(m) for m in MESSAGES], args.runs, 3)
     print(f"fast channel: {per:.1f} ms for {len(MESSAGES)} messages ({per / len(MESSAGES) * 1000:.0f} µs each)")
-    passing = getattr(recall, "below_their_successors", None)
-    if passing is None:
-        print("supersession pass: absent")
-        return
+    passing = supersession.below_their_successors
     config = Config.from_env({}, db_path=":memory:")
     now = datetime.now(UTC)
     rng = random.Random(7)
     for k in (0, 1, 10, 100):
-        scored = recall.score_candidates(candidates(k, rng), config, now)
+        scored = fusion.score_candidates(candidates(k, rng), config, now)
         for limit in (5, 50):
             ms = median_ms(lambda s=scored, n=limit: passing(s, n, lambda _: True), args.runs, 20)  # type: ignore[misc]
             print(f"supersession pass, {k:3d} corrections of 100 candidates, limit {limit:2d}: {ms:.2f} ms")

@@ -41,6 +41,9 @@ class Query:
     text: str
     relevant: frozenset[str]
     group: str
+    # Memories left out of this query's ranking before it is scored: the turns a conversation-shaped
+    # query is made of (the conversation under way, which a store would not hold yet).
+    exclude: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -317,3 +320,218 @@ def realtalk(path: Path, which: str) -> list[Corpus]:
                 )
         corpora.append(Corpus(name, memories, queries))
     return corpora
+
+
+# ---------------------------------------------------------------------------------------------
+# Query shapes: the same stores asked in three ways (benchmarks/retrieval.py --dataset shapes).
+#
+# - question: the data set's own questions;
+# - keywords: what one types into a search box, built from each question by dropping the words of
+#   a generic English stopword list (below, not the product's) and keeping at most 4 words; the
+#   Chinese set's keyword queries are written by hand (zh_dialogues.json, and its `keyword` kind);
+# - conversation: the situation of an assistant about to answer in the middle of a conversation.
+#   For an evidence turn with at least 4 turns before it in its session, the 4-8 turns before it
+#   (the number drawn per turn with the fixed seed; the evidence turn itself excluded) are the
+#   query, the evidence turn the one relevant memory, and the turns of its session within 20 of it
+#   are left out of its ranking (the conversation under way, which the store would not hold yet;
+#   they stay in the store). Each evidence turn gives one query. The Chinese set's
+#   conversations are written by hand (zh_dialogues.json).
+
+# A generic English stopword list (articles, pronouns, auxiliaries, question words, prepositions):
+# the benchmark's own, so that the keyword shape does not follow the product's tokenizer.
+_EN_STOP = frozenset(
+    """a about above after again against all am an and any are as at be because been before
+    being below between both but by can could did do does doing down during each few for from
+    further had has have having he her here hers herself him himself his how i if in into is it
+    its itself just me might more most my myself no nor not now of off on once only or other our
+    ours ourselves out over own same she should so some such than that the their theirs them
+    themselves then there these they this those through to too under until up very was we were
+    what when where which while who whom why will with would you your yours yourself yourselves
+    kind sort likely think thing things get got go went ever many much""".split()  # noqa: SIM905
+)
+_WORDS = re.compile(r"[A-Za-z0-9][A-Za-z0-9'-]*")
+
+
+def keyword_form(question: str, limit: int = 4) -> str:
+    """A question as search-box keywords: its words less the generic stopwords, at most `limit`."""
+    words = [w.strip("'-") for w in _WORDS.findall(question)]
+    kept = [w for w in words if w and w.lower() not in _EN_STOP and not w.lower().endswith("'s")]
+    kept += [w[:-2] for w in words if w.lower().endswith("'s") and w[:-2].lower() not in _EN_STOP]
+    return " ".join(list(dict.fromkeys(kept))[:limit])
+
+
+def keyword_queries(corpora: Sequence[Corpus]) -> list[Corpus]:
+    """The same stores, each question replaced by its keyword form (queries left without a
+    keyword are dropped)."""
+    out = []
+    for corpus in corpora:
+        queries = [Query(q.id, form, q.relevant, q.group) for q in corpus.queries if (form := keyword_form(q.text))]
+        out.append(Corpus(corpus.name, corpus.memories, queries))
+    return out
+
+
+def _turn_order(memory_id: str) -> tuple[int, int] | None:
+    match = re.fullmatch(r"D(\d+):(\d+)", memory_id)
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+_UNDER_WAY = 20
+
+
+def conversation_queries(corpora: Sequence[Corpus], low: int = 4, high: int = 8) -> list[Corpus]:
+    """The same stores asked conversation-shaped queries: for each evidence turn of the stores'
+    questions with at least `low` turns before it in its session, the `low`-`high` turns before
+    it as 'Speaker: text' lines (the date left out: a conversation under way has none in its
+    turns), that turn the one relevant memory, the other turns of its session within 20 of it
+    excluded from its ranking (the conversation under way)."""
+    out = []
+    for corpus in corpora:
+        by_session: dict[int, list[tuple[int, str, str]]] = {}
+        for mid, text, _ in corpus.memories:
+            order = _turn_order(mid)
+            if order is not None:
+                body = text.split("] ", 1)[-1] if text.startswith("[") else text
+                by_session.setdefault(order[0], []).append((order[1], mid, body))
+        for turns in by_session.values():
+            turns.sort()
+        position = {mid: (session, at) for session, turns in by_session.items() for at, (_, mid, _) in enumerate(turns)}
+        evidence = sorted(
+            {e for q in corpus.queries for e in q.relevant if e in position}, key=lambda e: _turn_order(e) or (0, 0)
+        )
+        queries = []
+        for e in evidence:
+            session, at = position[e]
+            if at < low:
+                continue
+            n = random.Random(f"{SEED}:conversation:{corpus.name}:{e}").randint(low, min(high, at))
+            before = by_session[session][at - n : at]
+            text = "\n".join(body for _, _, body in before)
+            # The conversation under way is not in the store yet: the turns of its session around
+            # the evidence turn (20 either side) are left out of the ranking, the evidence turn
+            # standing for the memory they cue. (A window, not the whole session: REALTALK's run
+            # to 125 turns, and a ranking is read at most 50 deep.)
+            window = by_session[session][max(0, at - _UNDER_WAY) : at + _UNDER_WAY + 1]
+            under_way = frozenset(m for _, m, _ in window if m != e)
+            queries.append(Query(f"{corpus.name}-c{e}", text, frozenset({e}), "conversation", under_way))
+        out.append(Corpus(corpus.name, corpus.memories, queries))
+    return out
+
+
+def zh_dialogues(which: str) -> list[Corpus]:
+    """The Chinese set's stores (each user's memories and the MemoryBank-CN turns) asked the
+    hand-written conversation-shaped queries of benchmarks/data/zh_dialogues.json (group
+    "conversation" for Chinese dialogues, "conversation en->zh" for English ones about the Chinese
+    memories) and its keyword queries with the set's own `keyword` kind (group "keywords")."""
+    data = _load_json("zh_dialogues.json")
+    out = []
+    for corpus in chinese_split(which):
+        queries = []
+        for d in data["dialogues"]:
+            if d["user"] != corpus.name:
+                continue
+            text = "\n".join(t["text"] for t in d["turns"])
+            group = "conversation" if d["lang"] == "zh" else "conversation en->zh"
+            queries.append(Query(d["id"], text, frozenset(d["relevant"]), group))
+        for k in data["keywords"]:
+            if k["user"] == corpus.name:
+                queries.append(Query(k["id"], k["query"], frozenset(k["relevant"]), "keywords"))
+        queries += [Query(q.id, q.text, q.relevant, "keywords") for q in corpus.queries if q.group == "keyword"]
+        out.append(Corpus(corpus.name, corpus.memories, queries))
+    return out
+
+
+def _git_or_file(path: Path, name: str) -> str:
+    """A file of a data set's repository: from a checkout, or with `git show` from the git
+    directory `fetch` leaves."""
+    if (path / "objects").is_dir() and (path / "HEAD").is_file():
+        return subprocess.run(
+            ["git", "--git-dir", str(path), "show", f"HEAD:{name}"], check=True, capture_output=True, text=True
+        ).stdout
+    return (path / name).read_text(encoding="utf-8")
+
+
+_MADIAL_LINE = re.compile(r'^<([^>]{1,40})>:\s*"?(.*?)"?\s*$', re.DOTALL)
+
+
+def madial(path: Path, lang: str) -> list[Corpus]:
+    """MADial-Bench (He et al., NAACL 2025; github.com/hejunqing/MADial-Bench, MIT): two children's
+    memories (short event summaries) and 160 dialogues per language in which the assistant should
+    bring one of them up. As the authors' own scoring does: the query is the dialogue before the
+    assistant's test turn, the pool that child's memories, the relevant ones the dialogue's
+    `relevant-id` (the first is the memory the reference answer uses). One store per child;
+    memories with the same text count as one (the Chinese file repeats three). Conversation-shaped
+    and never used for tuning: every query is reported, whatever the split. `lang` is "zh" or
+    "en"; the English file's memories belong to the child the Chinese file names."""
+    folder = {"zh": "data/ch/MADial-Bench-zh", "en": "data/en/MADial-Bench-en"}[lang]
+    zh_memories = [
+        json.loads(line)
+        for line in _git_or_file(path, "data/ch/MADial-Bench-zh-memory.json").splitlines()
+        if line.strip()
+    ]
+    owner = {mid: str(m["user-id"]) for item in zh_memories for mid, m in item.items()}
+    lines = _git_or_file(path, f"{folder}-memory.json").splitlines()
+    memories: dict[str, list[tuple[str, str, str]]] = {}
+    canonical: dict[str, str] = {}
+    seen: dict[tuple[str, str], str] = {}
+    for line in lines:
+        if not line.strip():
+            continue
+        for mid, m in json.loads(line).items():
+            user = owner.get(mid)
+            text = str(m["event"]).strip()
+            if user is None or not text:
+                continue
+            first = seen.setdefault((user, text), mid)
+            canonical[mid] = first
+            if first == mid:
+                memories.setdefault(user, []).append((mid, text, "event"))
+    queries: dict[str, list[Query]] = {}
+    dialogues = [line for line in _git_or_file(path, f"{folder}-dialogue.json").splitlines() if line.strip()]
+    for number, line in enumerate(dialogues):
+        d = json.loads(line)
+        user = str(d.get("user-id") or owner.get(str(d["relevant-id"][0]), ""))
+        turns = []
+        for raw in d["dialogue"][: d["test-turn"][0]]:
+            match = _MADIAL_LINE.match(raw.strip())
+            if match:
+                turns.append(f"{match.group(1)}: {match.group(2).strip()}")
+        relevant = frozenset(canonical[str(r)] for r in d["relevant-id"] if str(r) in canonical)
+        if turns and relevant:
+            queries.setdefault(user, []).append(
+                Query(f"madial-{lang}-{d.get('id', number)}", "\n".join(turns), relevant, "conversation")
+            )
+    names = {"1": "Bart", "2": "Lisa"}
+    return [Corpus(f"madial-{lang}-{names.get(u, u)}", memories[u], queries.get(u, [])) for u in sorted(memories)]
+
+
+def shapes(source: str, which: str, path: Path | None = None) -> list[Corpus]:
+    """One source's stores asked every query shape at once (`Query.group` names the shape, and
+    the direction for questions across languages): "question", "keywords", "conversation",
+    "conversation en->zh", "question en->zh". `source` is locomo, realtalk (from `path`) or zh."""
+    if source in ("locomo", "realtalk"):
+        if source == "locomo":
+            base = locomo_split(which)
+        elif path is not None:
+            base = realtalk(path, which)
+        else:
+            raise ValueError("the realtalk shapes need the path of the REALTALK data")
+        asked = [keyword_queries(base), conversation_queries(base)]
+        out = []
+        for at, corpus in enumerate(base):
+            queries = [Query(q.id, q.text, q.relevant, "question") for q in corpus.queries]
+            queries += [Query(q.id + "-kw", q.text, q.relevant, "keywords") for q in asked[0][at].queries]
+            queries += asked[1][at].queries
+            out.append(Corpus(corpus.name, corpus.memories, queries))
+        return out
+    if source == "zh":
+        out = []
+        for corpus, extra in zip(chinese_split(which), zh_dialogues(which), strict=True):
+            groups = {"keyword": None, "english": "question en->zh"}
+            queries = [
+                Query(q.id, q.text, q.relevant, groups.get(q.group) or "question")
+                for q in corpus.queries
+                if q.group != "keyword"  # zh_dialogues adds the set's keyword queries with its own
+            ]
+            out.append(Corpus(corpus.name, corpus.memories, queries + extra.queries))
+        return out
+    raise ValueError(f"unknown source {source!r}: locomo, realtalk or zh")

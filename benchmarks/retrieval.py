@@ -22,7 +22,14 @@ test halves by benchmarks/splits.py (fixed seed, by conversation or user; tune o
 - `realtalk`: REALTALK (real messaging chats, LoCoMo's format), never used for tuning; read from
   `--realtalk PATH` (a checkout, its data/ folder, or the git directory `fetch` leaves).
 
-`heldout` is every set above (realtalk when --realtalk is given); `all` is the same.
+- `shapes`: every query shape on one source's stores at once, reported per shape with hybrid −
+  max(keyword-only, dense alone) and keyword-only − untuned jieba + FTS5 (negative ones marked):
+  `shapes-locomo` and `shapes-realtalk` (questions, keyword forms, conversation-shaped queries:
+  the 4-8 turns before an evidence turn; the turns around it left out of the ranking),
+  `shapes-zh` (questions, hand-written dialogues and keywords, benchmarks/data/zh_dialogues.json),
+  and `madial` (MADial-Bench, Chinese and English dialogues, never tuned on, from `--madial PATH`).
+
+`heldout` is every set above but the shapes (realtalk when --realtalk is given); `all` is the same.
 
 Retrievers: `fts5` FTS5 unicode61 BM25, `trigram` FTS5 trigram BM25, `jieba` untuned jieba + FTS5
 BM25, `dense` multilingual-e5-small alone (brute-force cosine), `kw` ours keyword-only and
@@ -67,8 +74,10 @@ from .data import (
     locomo,
     locomo_split,
     long_queries,
+    madial,
     noanswer,
     realtalk,
+    shapes,
 )
 from .retrievers import (
     DenseE5,
@@ -87,6 +96,7 @@ if TYPE_CHECKING:
     from tests.pg_server import PgServer
 
 K = 10
+MAX_DEPTH = 50  # the most hits a recall returns (config/limits.py MAX_RECALL_HITS)
 RESAMPLES = 1000
 METRICS = ("R@5", "R@10", "hit@5", "MRR@10", "NDCG@10", "empty")
 ANCHORS = ("FTS5 unicode61 BM25", "FTS5 trigram BM25", "jieba + FTS5 BM25", "dense e5-small alone")
@@ -183,8 +193,10 @@ async def evaluate_run(make: Callable[[], Retriever], corpora: Sequence[Corpus])
         try:
             for query in corpus.queries:
                 started = time.perf_counter()
-                ranked = await retriever.search(query.text, K)
+                # The conversation under way stays in the store and is left out of the ranking.
+                ranked = await retriever.search(query.text, min(MAX_DEPTH, K + len(query.exclude)))
                 elapsed = time.perf_counter() - started
+                ranked = [doc for doc in ranked if doc not in query.exclude]
                 values = scores["all"].add(ranked, query.relevant, elapsed)
                 scores[query.group].add(ranked, query.relevant, elapsed)
                 scores["all"].rankings[query.id] = tuple(ranked[:K])
@@ -282,6 +294,7 @@ class Dataset:
     by_store: bool  # resample stores (conversations) rather than queries
     empty_groups: tuple[str, ...] = ()  # groups of no-answer queries, reported as "empty"
     pair: str = ""  # the key of the data set this one is compared with query by query (long vs last)
+    shaped: bool = False  # its groups are query shapes: report each, with the parts' margins
 
 
 def _limit(corpora: list[Corpus], args: argparse.Namespace) -> list[Corpus]:
@@ -295,7 +308,11 @@ def datasets(args: argparse.Namespace) -> list[Dataset]:
     wanted = {n.strip() for n in args.dataset.split(",") if n.strip()}
     if wanted & {"all", "heldout"}:
         wanted |= {"locomo", "chinese", "crosslang", "long", "noanswer"} | ({"realtalk"} if args.realtalk else set())
-    unknown = wanted - {"all", "heldout", "locomo", "chinese", "crosslang", "long", "noanswer", "realtalk"}
+    if "shapes" in wanted:
+        wanted |= {"shapes-locomo", "shapes-zh"} | ({"shapes-realtalk"} if args.realtalk else set())
+        wanted |= {"madial"} if args.madial else set()
+    known = {"all", "heldout", "locomo", "chinese", "crosslang", "long", "noanswer", "realtalk", "shapes", "madial"}
+    unknown = wanted - known - {"shapes-locomo", "shapes-zh", "shapes-realtalk"}
     if unknown:
         raise SystemExit(f"unknown data set(s): {', '.join(sorted(unknown))}")
     s = args.split
@@ -342,6 +359,24 @@ def datasets(args: argparse.Namespace) -> list[Dataset]:
         out.append(
             Dataset("noanswer-zh", "No answer stored, Chinese stores", _limit(zh, args), ("R@5",), False, groups)
         )
+    for key, title, source in (
+        ("shapes-locomo", "LoCoMo, every query shape", "locomo"),
+        ("shapes-zh", "Chinese set + 566 distractors, every query shape", "zh"),
+        ("shapes-realtalk", "REALTALK (never tuned on), every query shape", "realtalk"),
+    ):
+        if key in wanted:
+            path = Path(args.realtalk) if source == "realtalk" and args.realtalk else None
+            if source == "realtalk" and path is None:
+                raise SystemExit("--dataset shapes-realtalk needs --realtalk PATH")
+            corpora = _limit(shapes(source, s, path), args)
+            out.append(Dataset(key, title, corpora, ("R@5", "MRR@10"), source != "zh", shaped=True))
+    if "madial" in wanted:
+        if not args.madial:
+            raise SystemExit("--dataset madial needs --madial PATH (see BENCHMARKS.md for how to fetch it)")
+        for lang in ("zh", "en"):
+            corpora = _limit(madial(Path(args.madial), lang), args)
+            title = f"MADial-Bench {lang} (never tuned on; every query, whatever the split)"
+            out.append(Dataset(f"madial-{lang}", title, corpora, ("R@5", "MRR@10"), False, shaped=True))
     if "realtalk" in wanted:
         if not args.realtalk:
             raise SystemExit("--dataset realtalk needs --realtalk PATH (see BENCHMARKS.md for how to fetch it)")
@@ -445,6 +480,69 @@ def summarise(dataset: Dataset, runs: Sequence[Run]) -> dict[str, Any]:
     return out
 
 
+def _named(runs: Sequence[Run], prefix: str) -> Run | None:
+    return next((r for r in runs if r.name.startswith(prefix)), None)
+
+
+def margins(dataset: Dataset, runs: Sequence[Run]) -> dict[str, Any]:
+    """Per query group: each retriever's R@5 and MRR@10, hybrid − the better of its parts
+    (keyword-only and dense alone, the better by point estimate, paired over the same units) and
+    keyword-only − untuned jieba + FTS5, with 95 % intervals."""
+    groups = sorted({q.group for c in dataset.corpora for q in c.queries if q.relevant})
+    hybrid, kw = _named(runs, "ours hybrid"), _named(runs, "ours keyword-only")
+    dense, jieba = _named(runs, "dense e5"), _named(runs, "jieba")
+    out: dict[str, Any] = {}
+    for group in groups:
+        row: dict[str, Any] = {
+            "n": sum(1 for c in dataset.corpora for q in c.queries if q.group == group and q.relevant)
+        }
+        for run in runs:
+            row[run.name] = {m: bootstrap([run.records], m, {group}, dataset.by_store) for m in dataset.metrics}
+        for metric in dataset.metrics:
+            parts = [p for p in (kw, dense) if p is not None]
+            if hybrid is not None and parts:
+                best = max(parts, key=lambda p: row[p.name][metric][0])
+                diff = bootstrap([hybrid.records, best.records], metric, {group}, dataset.by_store, (1.0, -1.0))
+                row.setdefault("hybrid − max(parts)", {})[metric] = {"diff": diff, "part": best.name}
+            if kw is not None and jieba is not None:
+                diff = bootstrap([kw.records, jieba.records], metric, {group}, dataset.by_store, (1.0, -1.0))
+                row.setdefault("keyword-only − jieba", {})[metric] = {"diff": diff}
+        out[group] = row
+    return out
+
+
+def _margin_cell(cell: dict[str, Any] | None) -> str:
+    if cell is None:
+        return "—"
+    text = _fmt(tuple(cell["diff"]), signed=True)
+    return f"**{text} NEGATIVE**" if cell["diff"][0] < 0 else text
+
+
+def margins_markdown(dataset: Dataset, table: dict[str, Any], runs: Sequence[Run]) -> str:
+    names = [r.name for r in runs]
+    metrics = list(dataset.metrics)
+    head = " | ".join(f"{n} {m}" for n in names for m in metrics)
+    lines = [
+        f"##### {dataset.title}: by query shape",
+        "",
+        f"| shape | n | {head} | hybrid − max(parts) {' | hybrid − max(parts) '.join(metrics)}"
+        f" | keyword-only − jieba {metrics[0]} |",
+        "|---|---|" + "---|" * (len(names) * len(metrics) + len(metrics) + 1),
+    ]
+    for group, row in table.items():
+        cells = [f"{row[n][m][0]:.3f}" for n in names for m in metrics]
+        margin = row.get("hybrid − max(parts)", {})
+        kw_minus = row.get("keyword-only − jieba", {})
+        lines.append(
+            f"| {group} | {row['n']} | "
+            + " | ".join(cells)
+            + " | "
+            + " | ".join(_margin_cell(margin.get(m)) for m in metrics)
+            + f" | {_margin_cell(kw_minus.get(metrics[0]))} |"
+        )
+    return "\n".join(lines)
+
+
 def markdown(dataset: Dataset, summary: dict[str, Any], paired: dict[str, Any] | None = None) -> str:
     metrics = list(dataset.metrics) + [f"empty {g}" for g in dataset.empty_groups]
     lines = [
@@ -530,6 +628,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 if args.markdown
                 else plain(summary, [*dataset.metrics, *(f"empty {g}" for g in dataset.empty_groups)])
             )
+            if dataset.shaped:
+                summary["by_shape"] = margins(dataset, runs)
+                print(margins_markdown(dataset, summary["by_shape"], runs))
             for run_ in runs:
                 for note in run_.notes[:3]:
                     print(f"    ({run_.name}) {note}")
@@ -553,6 +654,7 @@ def main() -> None:
     parser.add_argument("--corpora", type=int, default=None, help="only the first N stores of each set")
     parser.add_argument("--queries", type=int, default=None, help="only the first N queries of each store")
     parser.add_argument("--realtalk", help="REALTALK: a checkout, its data/ folder, or the git directory fetched")
+    parser.add_argument("--madial", help="MADial-Bench: a checkout or the git directory fetched")
     parser.add_argument(
         "--semantic-wait",
         choices=["require", "optional"],

@@ -56,7 +56,7 @@ from mcp_memory_server.embed.embedder import Embedder
 from mcp_memory_server.embed.loader import backend_installed, load_embedder
 from mcp_memory_server.memory import MemoryService
 from mcp_memory_server.memory.embedding import EmbeddingWorker, SemanticStage
-from mcp_memory_server.memory.recall import floor_of, recall, relevance
+from mcp_memory_server.retrieval.recall import recall
 from mcp_memory_server.store import Store
 from mcp_memory_server.text import Segmenter
 
@@ -188,17 +188,11 @@ Ranked = list[tuple[str, float, float]]  # (corpus id, relevance, the floor that
 
 
 async def _ranked(loaded: Loaded, config: Config, text: str) -> Ranked:
-    """The ranking with the floors off (`EVAL_LIMIT` hits), each hit's relevance and its floor."""
-    off = config.with_changes(floor=0.0, hybrid_floor=0.0)
+    """The ranking with the keyword floor off (`EVAL_LIMIT` hits), each hit's keyword part and
+    the floor (the relevance decision of retrieval/relevance.py still applies)."""
+    off = config.with_changes(floor=0.0)
     result = await recall(loaded.store, off, text, limit=EVAL_LIMIT, track_access=False)
-    return [
-        (
-            loaded.ids[h.id],
-            relevance(h.breakdown.keyword, h.breakdown.semantic, config),
-            floor_of(h.breakdown.semantic is not None, config),
-        )
-        for h in result.hits
-    ]
+    return [(loaded.ids[h.id], h.breakdown.keyword, config.recall.floor) for h in result.hits]
 
 
 def _cut(ranked: Ranked, floor: float | None = None, drop: frozenset[str] = frozenset()) -> list[str]:
@@ -274,7 +268,7 @@ async def _floor(
             for _, text, lang in sets.off:
                 group = f"off {lang} / {'en' if name == 'locomo' else 'zh'} store"
                 none.setdefault(group, []).append((await _ranked(loaded, config, text), frozenset()))
-    own = config.recall.hybrid_floor if config.embedding.semantic != "off" else config.recall.floor
+    own = config.recall.floor
     for floor in sorted({*floors, own}):
         cells = []
         for group in ("locomo", "zh"):

@@ -245,7 +245,7 @@ class Breakdown(Model):
     )
     semantic: float | None = Field(
         default=None,
-        description="Closeness in meaning, the cosine on a fixed 0-1 scale; null without the semantic stage "
+        description="Closeness in meaning, 0-1 on this query's scale; null without the semantic stage "
         "or before the memory is embedded.",
     )
     category: float = Field(description="Category weight.")

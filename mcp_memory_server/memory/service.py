@@ -13,6 +13,7 @@ from typing import Any
 from ..config.config import Config
 from ..errors import InvalidInput, NotFound, StoreError
 from ..models import Draft, ForgetResult, ListResult, Memory, OrderBy, RecallResult, RememberResult, Stats
+from ..retrieval.recall import recall
 from ..store import archive
 from ..store.rows import iso, memory_id, parse_id, utcnow
 from ..store.store import Store
@@ -21,7 +22,6 @@ from ..text.provisional import near_duplicate_query
 from ..text.redaction import describe
 from ..text.tokens import fingerprint, similarity
 from . import validate
-from .recall import recall
 from .requests import request
 
 __all__ = ["MemoryService", "same_value"]

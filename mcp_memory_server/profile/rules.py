@@ -23,8 +23,8 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from ..memory.recall import extract_keywords
 from ..models import Memory
+from ..retrieval.plan import extract_keywords
 from ..store.store import Store
 from ..text.stopwords import STOPWORDS
 

@@ -5,7 +5,7 @@ Such a sentence has no words of the fact it corrects (住在, live in), so the p
 holds the old value, the correction is that fact's new value, written under its key with the old
 value replaced (我住在北京 becomes 我住在柏林, the old text kept in the memory's history). When none
 or several hold it, the correction stays a correction of its own, which recall ranks above the
-memories it corrects (memory/recall.py).
+memories it corrects (retrieval/supersession.py).
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from .statements import Statements
 if TYPE_CHECKING:
     from ..index.vectors import VectorIndex
 
-__all__ = ["LiveVectors", "Nearest", "PendingText", "VectorBounds", "VectorProgress"]
+__all__ = ["LiveVectors", "Nearest", "Neighbours", "PendingText", "VectorBounds", "VectorProgress"]
 
 _BUILD_CHUNK = 2000
 _CHANGED_CHUNK = 500
@@ -40,6 +40,15 @@ class Nearest(NamedTuple):
 
     seq: int
     cosine: float
+
+
+class Neighbours(NamedTuple):
+    """What one query's vector says of the store (VectorOps.vector_neighbours)."""
+
+    nearest: list[Nearest]  # the nearest memories, best first
+    scores: dict[int, float]  # seq -> cosine of the other memories asked about that have a vector
+    groups: dict[int, int]  # seq -> script group (text/scripts.py) of every memory above
+    mean: float  # the query's mean cosine with every vector of the store
 
 
 class VectorProgress(NamedTuple):

@@ -13,7 +13,7 @@ import anyio
 from ..errors import StoreError
 from ..text.scripts import script_of
 from .backend import Backend, Conn
-from .live_vectors import LiveVectors, Nearest, PendingText, VectorBounds, VectorProgress
+from .live_vectors import LiveVectors, Nearest, Neighbours, PendingText, VectorBounds, VectorProgress
 from .rows import scalar, scalars
 from .statements import Statements
 
@@ -81,6 +81,24 @@ class VectorOps:
             index = await self._synced_vectors()
             found = index.search(query_vector, limit, script, prior) if index is not None else []
         return [Nearest(seq, cosine) for seq, cosine in found]
+
+    async def vector_neighbours(
+        self, query_vector: Any, limit: int, also: Sequence[int] = (), script: int | None = None, prior: float = 0.0
+    ) -> Neighbours:
+        """In one pass under the vector lock, what recall's semantic part needs: the `limit`
+        nearest memories (as `vector_search`), the cosines of the memories of `also` that have a
+        current vector, every one's script group, and the query's mean cosine over all the
+        store's vectors (offsets applied): what it scores against the store at large."""
+        async with self._vector_lock:
+            index = await self._synced_vectors()
+            if index is None:
+                return Neighbours([], {}, {}, 0.0)
+            nearest = [Nearest(seq, cosine) for seq, cosine in index.search(query_vector, limit, script, prior)]
+            near = {n.seq for n in nearest}
+            scores = index.scores(query_vector, [seq for seq in also if seq not in near], script, prior)
+            groups = index.groups_of([*near, *scores])
+            mean = index.mean_score(query_vector, script, prior)
+        return Neighbours(nearest, scores, groups, mean)
 
     async def vector_scores(
         self, query_vector: Any, seqs: Sequence[int], script: int | None = None, prior: float = 0.0

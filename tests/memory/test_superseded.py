@@ -1,10 +1,11 @@
-"""Recall's ranking of superseded memories (memory/recall.py: below_their_successors): each
+"""Recall's ranking of superseded memories (retrieval/supersession.py: below_their_successors): each
 superseded memory below its successors, a correction of a correction included, only what can be
 shown compared."""
 
 from __future__ import annotations
 
-from mcp_memory_server.memory.recall import Scored, below_their_successors
+from mcp_memory_server.retrieval.fusion import Scored
+from mcp_memory_server.retrieval.supersession import below_their_successors
 from mcp_memory_server.store.rows import Candidate, MemoryRow
 
 
