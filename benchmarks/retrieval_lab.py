@@ -247,7 +247,7 @@ def main() -> None:
     else:
         from .retrieval_study import study
 
-        study(load_features(path))
+        study(load_features(path), args.half)
 
 
 if __name__ == "__main__":

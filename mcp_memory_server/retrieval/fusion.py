@@ -45,6 +45,7 @@ class Semantic:
     groups: Mapping[int, int]  # seq -> script group
     mean: float
     script: int
+    calibrated: bool = True  # the relevance decision's bar was fitted on this model (relevance.py)
 
 
 @dataclass(frozen=True, slots=True)

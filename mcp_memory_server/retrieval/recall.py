@@ -20,7 +20,7 @@ from ..text.scripts import script_of
 from ..text.tokens import keywords
 from .fusion import Scored, Semantic, score_candidates
 from .plan import MAX_QUERY_WORDS, TermPlan, embedded_texts, extract_keywords, plan_terms, segment, weighted_queries
-from .relevance import answered, passes
+from .relevance import answered, calibrated, passes
 from .supersession import below_their_successors
 
 __all__ = ["recall"]
@@ -106,7 +106,7 @@ async def recall(
         if nearest:
             best_seq = max(nearest, key=lambda seq: cosines[seq])
             best_cosine, best_group = cosines[best_seq], groups.get(best_seq)
-            semantic = Semantic(cosines, groups, mean, vectors[0].script)
+            semantic = Semantic(cosines, groups, mean, vectors[0].script, calibrated(store.vector_model))
             known = set(have)
             extra = [seq for seq in dict.fromkeys(nearest) if seq not in known]
             candidates = candidates + await store.candidates(extra, category, tags)

