@@ -8,6 +8,7 @@ import contextlib
 import json
 import logging
 import uuid
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
@@ -69,6 +70,7 @@ class Store(VectorOps, RequestOps):
         self._vectors = LiveVectors(self.namespace, self._sql)
         self._vector_lock = anyio.Lock()
         self.encoder: QueryEncoder | None = None
+        self._query_vectors: OrderedDict[tuple[str, str], object] = OrderedDict()  # (model, text) -> vector
         self._accesses = Accesses(
             self._lock, self._write_touches, lambda: self._open, reads_alongside=self._db.reads_alongside
         )

