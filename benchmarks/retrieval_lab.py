@@ -235,6 +235,24 @@ def loaded_now() -> Any:
     return utcnow()
 
 
+__all__ = ["Collected", "Features", "StoreInfo", "memory_id"]
+
+
+class _Unpickler(pickle.Unpickler):
+    """Features written by `python -m benchmarks.retrieval_lab` name their classes in __main__."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if module == "__main__":
+            module = __name__
+        return super().find_class(module, name)
+
+
+def load_features(path: Path) -> Collected:
+    with path.open("rb") as handle:
+        loaded: Collected = _Unpickler(handle).load()
+    return loaded
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("command", choices=["collect", "study"])
@@ -252,21 +270,3 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
-
-
-__all__ = ["Collected", "Features", "StoreInfo", "memory_id"]
-
-
-class _Unpickler(pickle.Unpickler):
-    """Features written by `python -m benchmarks.retrieval_lab` name their classes in __main__."""
-
-    def find_class(self, module: str, name: str) -> Any:
-        if module == "__main__":
-            module = __name__
-        return super().find_class(module, name)
-
-
-def load_features(path: Path) -> Collected:
-    with path.open("rb") as handle:
-        loaded: Collected = _Unpickler(handle).load()
-    return loaded

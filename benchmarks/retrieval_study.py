@@ -118,6 +118,17 @@ def query_cos(f: Features, how: str) -> Any:
     return stack.max(axis=0) if op == "max" else stack.mean(axis=0)
 
 
+def candidates(f: Features, s: StoreInfo, vec: str, pool: int, feedback: bool) -> tuple[Any, Any, Any, Any]:
+    """(BM25 per position, cosines, which have a vector, the candidate positions): the `pool`
+    best of each part, united, as recall gathers them."""
+    kw = kw_array(f, s, feedback)
+    cos = query_cos(f, vec)
+    finite = np.isfinite(cos)
+    kc = [i for i in top_k(kw, pool).tolist() if kw[i] > 0]
+    dc = top_k(np.where(finite, cos, -9.0), pool).tolist()
+    return kw, cos, finite, np.array(sorted(set(kc) | set(dc)), dtype=np.int64)
+
+
 def fused(
     weight: float,
     norm: str = "minmax",
@@ -131,12 +142,7 @@ def fused(
     blended with `weight` on the keyword part."""
 
     def rank(f: Features, s: StoreInfo) -> list[int]:
-        kw = kw_array(f, s, feedback)
-        cos = query_cos(f, vec)
-        finite = np.isfinite(cos)
-        kc = [i for i in top_k(kw, pool).tolist() if kw[i] > 0]
-        dc = top_k(np.where(finite, cos, -9.0), pool).tolist()
-        cand = np.array(sorted(set(kc) | set(dc)), dtype=np.int64)
+        kw, cos, finite, cand = candidates(f, s, vec, pool, feedback)
         if cand.size == 0:
             return []
         k, c = kw[cand], np.where(finite[cand], cos[cand], np.nan)
@@ -248,12 +254,7 @@ def shipped(share: float = 0.6, vec: str = "max:question+tail500", pool: int = 5
     it to the other, the SPEC 3 category weight."""
 
     def rank(f: Features, s: StoreInfo) -> list[int]:
-        raw = kw_array(f, s, feedback=True)
-        cos = query_cos(f, vec)
-        finite = np.isfinite(cos)
-        kc = [i for i in top_k(raw, pool).tolist() if raw[i] > 0]
-        dc = top_k(np.where(finite, cos, -9.0), pool).tolist()
-        cand = np.array(sorted(set(kc) | set(dc)), dtype=np.int64)
+        raw, cos, finite, cand = candidates(f, s, vec, pool, feedback=True)
         if cand.size == 0:
             return []
         k = np.minimum(1.0, raw[cand] / f.full) if f.full > 0 else np.zeros(len(cand))
