@@ -3,6 +3,7 @@ bootstrap. Real files from benchmarks/data and ../shared/bench; no retriever is 
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -83,3 +84,47 @@ def test_bootstrap_interval_and_paired_difference() -> None:
     assert bootstrap([ours], "R@5") == (value, *bootstrap([ours], "R@5")[1:])  # fixed seed
     by_store = [Record(f"s{i % 2}", f"q{i}", "g", {"R@5": float(i % 2)}) for i in range(20)]
     assert bootstrap([by_store], "R@5", by_store=True)[0] == pytest.approx(0.5)
+
+
+def test_the_keyword_form_keeps_at_most_four_content_words() -> None:
+    assert data.keyword_form("When did Caroline go to the LGBTQ support group?") == "Caroline LGBTQ support group"
+    assert data.keyword_form("What is Melanie's favourite book?") == "favourite book Melanie"
+    assert data.keyword_form("What did they do?") == ""  # dropped by keyword_queries
+
+
+@pytest.mark.skipif(not BENCH.exists(), reason="../shared/bench is not next to the project")
+def test_conversation_queries_end_before_their_evidence_turn() -> None:
+    (corpus,) = data.locomo_split("dev")[:1]
+    texts = {mid: text.split("] ", 1)[-1] for mid, text, _ in corpus.memories}
+    (asked,) = data.conversation_queries([corpus])
+    assert len(asked.queries) > 50 and len({q.id for q in asked.queries}) == len(asked.queries)
+    order = [mid for mid, _, _ in corpus.memories]
+    for q in asked.queries:
+        (evidence,) = q.relevant
+        at = order.index(evidence)
+        session = evidence.split(":")[0]
+        # The 4-8 turns right before the evidence, in order, the evidence itself not among them.
+        before = [n for n in range(4, 9) if q.text == "\n".join(texts[m] for m in order[at - n : at])]
+        assert len(before) == 1 and all(m.startswith(session + ":") for m in order[at - before[0] : at])
+        assert evidence not in q.exclude and set(order[at - before[0] : at]) <= q.exclude
+        assert all(m.startswith(session + ":") for m in q.exclude) and len(q.exclude) <= 40
+
+
+def test_the_dialogue_set_labels_name_their_users_memories() -> None:
+    memories = {
+        u["user"]: {m["id"]: m["content"] for m in u["memories"]}
+        for u in json.loads((data.DATA_DIR / "zh_memories.json").read_text(encoding="utf-8"))["users"]
+    }
+    dialogues = json.loads((data.DATA_DIR / "zh_dialogues.json").read_text(encoding="utf-8"))
+    items = [*dialogues["dialogues"], *dialogues["keywords"]]
+    assert len({i["id"] for i in items}) == len(items) == 310
+    for item in items:
+        assert item["relevant"] and set(item["relevant"]) <= set(memories[item["user"]]), item["id"]
+    for d in dialogues["dialogues"]:
+        roles = [t["role"] for t in d["turns"]]
+        assert roles[0] == roles[-1] == "user" and all(a != b for a, b in itertools.pairwise(roles))
+        text = "".join(t["text"] for t in d["turns"])
+        assert not any(m in text for m in memories[d["user"]].values()), d["id"]  # no memory copied
+    shaped = data.zh_dialogues("test")
+    assert {c.name for c in shaped} == set(splits.chinese_split("test"))
+    assert {q.group for c in shaped for q in c.queries} == {"conversation", "conversation en->zh", "keywords"}
