@@ -275,10 +275,7 @@ def _realtalk_files(path: Path) -> list[tuple[str, str]]:
             text=True,
         ).stdout.split()
         for name in sorted(n for n in listing if re.fullmatch(r"data/Chat_\d+_\w+\.json", n)):
-            text = subprocess.run(
-                ["git", "--git-dir", str(path), "show", f"HEAD:{name}"], check=True, capture_output=True, text=True
-            ).stdout
-            files.append((Path(name).stem, text))
+            files.append((Path(name).stem, _git_or_file(path, name)))
     else:
         folder = path / "data" if (path / "data").is_dir() else path
         files = [(f.stem, f.read_text(encoding="utf-8")) for f in sorted(folder.glob("Chat_*.json"))]

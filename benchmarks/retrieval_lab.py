@@ -31,7 +31,7 @@ from mcp_memory_server.config import Config
 from mcp_memory_server.embed.loader import backend_installed, load_embedder
 from mcp_memory_server.memory.embedding import SemanticStage
 from mcp_memory_server.retrieval.recall import _keyword_stages
-from mcp_memory_server.store.rows import memory_id
+from mcp_memory_server.store.rows import utcnow
 from mcp_memory_server.text import Segmenter
 from mcp_memory_server.text.scripts import script_of
 
@@ -80,6 +80,11 @@ class StoreInfo:
     seqs: Any  # int64 array of the store's seqs, the order of every `cos` array
     category: Any  # the SPEC 3 category weight per seq
     size: int
+    script: Any = None  # each memory's script group, by position (retrieval_study fills it in)
+
+    def position(self, seq: int) -> int:
+        """Where a seq stands in `seqs` (a bulk import numbers a store's memories 1, 2, 3 ...)."""
+        return seq - int(self.seqs[0])
 
 
 @dataclass
@@ -146,6 +151,7 @@ async def collect(half: str, out: Path) -> None:
             store.config = base
             seq_of = {cid: int(our[4:]) for our, cid in loaded.ids.items()}
             seqs = np.array(sorted(seq_of.values()), dtype=np.int64)
+            assert int(seqs[-1] - seqs[0]) + 1 == len(seqs), "a bulk import numbers memories one after another"
             position = {int(s): i for i, s in enumerate(seqs.tolist())}
             cats = {
                 int(our[4:]): base.recall.category_weight(cat)
@@ -173,12 +179,10 @@ async def collect(half: str, out: Path) -> None:
                 asked.append(("adversarial", "en", Query("adv", text, frozenset(), "adv", frozenset(removed))))
             for shape, lang, q in asked:
                 excluded = {seq_of[e] for e in q.exclude if e in seq_of}
-                found = await _keyword_stages(store, base, q.text[:2000], None, None, None, loaded_now(), False)
+                found = await _keyword_stages(store, base, q.text[:2000], None, None, None, utcnow(), False)
                 assert all(c.row.seq == c.row.number for c in found.candidates)
                 kw = {c.row.seq: c.raw for c in found.candidates}
-                fb_config = base
-                nofb = base.with_changes(feedback_docs=0)
-                store.config = nofb
+                store.config = base.with_changes(feedback_docs=0)
                 kw_plain = (
                     {c.row.seq: c.raw for c in await store.search_index(found.plan.queries, POOL)}
                     if found.plan.queries
@@ -186,9 +190,9 @@ async def collect(half: str, out: Path) -> None:
                 )
                 flat = base.with_changes(feedback_docs=0, context_weight=1.0)
                 store.config = flat
-                found_flat = await _keyword_stages(store, flat, q.text[:2000], None, None, None, loaded_now(), False)
+                found_flat = await _keyword_stages(store, flat, q.text[:2000], None, None, None, utcnow(), False)
                 kw_flat = {c.row.seq: c.raw for c in found_flat.candidates}
-                store.config = fb_config
+                store.config = base
                 cos: dict[str, Any] = {}
                 for variant, text in _variants(q.text[:2000]).items():
                     enc = await encoder.encode_query(text)
@@ -229,13 +233,7 @@ async def collect(half: str, out: Path) -> None:
     print(f"{len(result.queries)} queries -> {out}")
 
 
-def loaded_now() -> Any:
-    from mcp_memory_server.store.rows import utcnow
-
-    return utcnow()
-
-
-__all__ = ["Collected", "Features", "StoreInfo", "memory_id"]
+__all__ = ["Collected", "Features", "StoreInfo", "load_features"]
 
 
 class _Unpickler(pickle.Unpickler):

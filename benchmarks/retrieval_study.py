@@ -69,11 +69,9 @@ def top_k(values: Any, k: int) -> Any:
 
 def kw_array(f: Features, s: StoreInfo, feedback: bool = False) -> Any:
     """BM25 per store position (0 where the memory is not a keyword candidate)."""
-    pos = {int(x): i for i, x in enumerate(s.seqs.tolist())} if not hasattr(s, "_pos") else s._pos  # type: ignore[attr-defined]
-    s._pos = pos  # type: ignore[attr-defined]
     out = np.zeros(s.size, dtype=np.float64)
     for seq, raw in (f.kw_fb if feedback else f.kw).items():
-        out[pos[seq]] = raw
+        out[s.position(seq)] = raw
     return out
 
 
@@ -241,7 +239,7 @@ def _scripts(data: Collected, half: str) -> None:
     for key, info in data.stores.items():
         corpus = corpora[key]
         assert info.size == len(corpus.memories) and int(info.seqs[0]) == 1 and int(info.seqs[-1]) == info.size
-        info.script = np.array([script_of(text) for _, text, _ in corpus.memories])  # type: ignore[attr-defined]
+        info.script = np.array([script_of(text) for _, text, _ in corpus.memories])
 
 
 def _query_script(f: Features) -> int:
@@ -264,7 +262,7 @@ def shipped(share: float = 0.6, vec: str = "max:question+tail500", pool: int = 5
         best = gap.max()
         d = np.where(gap >= best, 1.0, np.clip(gap / best, 0, 1) if best > 0 else 0.0)
         rel = share * k + (1 - share) * d
-        qs, ms = _query_script(f), s.script[cand]  # type: ignore[attr-defined]
+        qs, ms = _query_script(f), s.script[cand]
         blind = (raw[cand] == 0) & (((qs == 0) & (ms == 1)) | ((qs == 1) & (ms == 0)))
         rel = np.where(blind, d, rel)
         score = 0.4 * rel + 0.2 * s.category[cand]
@@ -339,7 +337,7 @@ def abstention(data: Collected, ranker: Ranker) -> None:
         k, gap, best, cjk = x
         s = data.stores[f.store]
         top = int(np.argmax(np.where(np.isfinite(f.cos["question"]), f.cos["question"], -9.0)))
-        latin_best = int(s.script[top]) == 0  # type: ignore[attr-defined]
+        latin_best = int(s.script[top]) == 0
         return best + 0.22 * gap + 0.058 * k >= 0.857 + (0.044 * cjk if not latin_best else 0.0)
 
     report("shipped rule", rule, SOURCES)
@@ -352,6 +350,19 @@ def study(data: Collected, half: str = "dev") -> None:
     rankers = {**anchors, "hybrid before": hybrid_old, "hybrid now": shipped()}
     table(data, rankers)
     table(data, rankers, metric=1)
+    print(
+        "R@5 of what was tried and dropped (both parts normalised over the candidates, rank fusion, one query vector):"
+    )
+    table(
+        data,
+        {
+            "min-max .5": fused(0.5, "minmax"),
+            "z .5": fused(0.5, "z"),
+            "rrf .5": fused(0.5, "rrf"),
+            "last sentence": shipped(vec="question"),
+            "whole query": shipped(vec="whole"),
+        },
+    )
     print("keyword share, left out per source (margin: the mean over sets of min(R@5, MRR) - the better part's):")
     loso(data, lambda w: shipped(share=w), [0.4, 0.5, 0.6, 0.7], anchors)
     print("the relevance decision:")

@@ -50,8 +50,8 @@ class Semantic:
 
 @dataclass(frozen=True, slots=True)
 class Evidence:
-    """One candidate's two parts as they enter the blend, and what the relevance decision reads.
-    `gap` is the cosine minus the store's mean (None without a vector)."""
+    """One candidate's two parts as they enter the blend, and its relevance. `gap` is the cosine
+    minus the store's mean (None without a vector), from which the semantic part is taken."""
 
     keyword: float
     semantic: float | None
@@ -93,7 +93,6 @@ class Scored:
     score: float
     relevance: float  # the keyword and semantic parts blended
     parts: tuple[float, float | None, float, float, float, float, float]
-    gap: float | None = None  # the cosine above the store's mean, for the relevance decision
 
     def hit(self) -> dict[str, Any]:
         """The fields of a returned `Hit`; `recall` validates all hits with the result in one call
@@ -162,7 +161,7 @@ def score_candidates(
             + w.confidence * r.confidence
         ) * boost
         parts = (ev.keyword, ev.semantic, category, recency, frequency, r.confidence, boost)
-        scored.append(Scored(cand, total, ev.relevance, parts, ev.gap))
+        scored.append(Scored(cand, total, ev.relevance, parts))
     # Ties go to the most recently updated (ISO timestamps sort as text).
     scored.sort(key=lambda s: (s.score, s.candidate.row.updated_at), reverse=True)
     return scored

@@ -66,7 +66,6 @@ class TermPlan:
     keywords: list[str]  # the searched keywords, in the query's order
     like: list[str]  # keywords for the substring fallback
     full: float  # BM25 of a memory holding the query's `score_terms` strongest terms once each
-    memories: int = 0  # memories in the store when the plan was made
 
 
 def weighted_queries(
@@ -129,7 +128,6 @@ def plan_terms(
         # The substring fallback looks for the strongest keywords, the store's unknown ones too.
         like=[w for i in by_strength if (w := words[i]) is not None][: r.max_keywords],
         full=full,
-        memories=live,
     )
 
 
