@@ -295,7 +295,10 @@ class Store(VectorOps, RequestOps):
         where, args = self._sql.filters(category, tags)
         async with self._accesses.reading(), self._read() as conn:
             sql, params = self._sql.search_rows(self.namespace, list(seqs), where, args)
-            _, rows = _changes_and_memories(list(await conn.execute_fetchall(sql, params)))
+            peeked = self._db.peek(sql, params)  # on the loop's thread, as search_index reads
+            _, rows = _changes_and_memories(
+                peeked if peeked is not None else list(await conn.execute_fetchall(sql, params))
+            )
             by_seq = {row.seq: self._accesses.with_pending(row) for row in rows}
         return [Candidate(by_seq[seq], 0.0) for seq in seqs if seq in by_seq]
 

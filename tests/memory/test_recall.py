@@ -325,3 +325,21 @@ async def test_hybrid_recall_returns_nothing_for_off_topic_queries(e5_service: M
     for memory, question in [ZH_MEMORIES_EN_QUESTIONS[0], EN_MEMORIES_ZH_QUESTIONS[0]]:
         answered = await e5_service.recall(query=question, limit=3, track_access=False)
         assert by_text[memory] in [h.id for h in answered.hits], question
+
+
+async def test_an_english_store_answers_chinese_questions_it_holds_and_no_others(e5_service: MemoryService) -> None:
+    """A bilingual user's store of English memories only: Chinese questions about them are
+    answered, off-topic ones in either language get nothing. (Holding every Chinese question to
+    the Chinese bar here emptied more off-topic Chinese queries on the development LoCoMo stores,
+    .650 -> 1.000, but answered one of these six questions instead of five.)"""
+    english = [m for m, _ in EN_MEMORIES_ZH_QUESTIONS] + [t for t in EVERYDAY if t.isascii()]
+    await e5_service.import_memories([{"content": t, "category": "note"} for t in english])
+    assert await EmbeddingWorker(e5_service.store, _stage(e5_service.store.config)).catch_up()
+    for query in [*OFF_TOPIC, "今天天气怎么样", "帮我写一首关于秋天的诗"]:
+        found = await e5_service.recall(query=query, track_access=False)
+        assert found.hits == [] and found.stage == "none" and found.note, (query, [h.content for h in found.hits])
+    first = {}
+    for memory, question in EN_MEMORIES_ZH_QUESTIONS:
+        found = await e5_service.recall(query=question, track_access=False)
+        first[question] = bool(found.hits) and found.hits[0].content == memory
+    assert sum(first.values()) >= 5, first
