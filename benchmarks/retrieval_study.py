@@ -112,7 +112,12 @@ def query_cos(f: Features, how: str) -> Any:
     if ":" not in how:
         return f.cos[how]
     op, names = how.split(":")
-    stack = np.stack([f.cos[n] for n in names.split("+")])
+
+    def one(name: str) -> Any:  # "tail500@0.03": that vector's cosines lowered by 0.03
+        variant, _, less = name.partition("@")
+        return f.cos[variant] - float(less or 0.0)
+
+    stack = np.stack([one(n) for n in names.split("+")])
     return stack.max(axis=0) if op == "max" else stack.mean(axis=0)
 
 
@@ -246,16 +251,28 @@ def _query_script(f: Features) -> int:
     return 0 if f.lang.startswith("en") else 1
 
 
-def shipped(share: float = 0.6, vec: str = "max:question+tail500", pool: int = 50) -> Ranker:
+def shipped(share: float = 0.6, vec: str = "max:question+tail500", pool: int = 50, whole: float = 0.0) -> Ranker:
     """retrieval/fusion.py on the records: the keyword part on its absolute scale, the semantic
     part from the store's mean to the best candidate, a part that cannot judge a memory leaving
-    it to the other, the SPEC 3 category weight."""
+    it to the other, the SPEC 3 category weight. `whole` (tried, not shipped): that share of the
+    keyword part from the whole query searched with every sentence alike, on its own scale, its
+    `pool` best joining the candidates."""
 
     def rank(f: Features, s: StoreInfo) -> list[int]:
         raw, cos, finite, cand = candidates(f, s, vec, pool, feedback=True)
+        if whole:
+            flat = np.zeros(s.size)
+            for seq, value in f.kw_flat.items():
+                flat[s.position(seq)] = value
+            extra = [i for i in top_k(flat, pool).tolist() if flat[i] > 0]
+            cand = np.array(sorted(set(cand.tolist()) | set(extra)), dtype=np.int64)
+            raw = raw + flat  # only whether a memory holds a query term is read from it below
         if cand.size == 0:
             return []
-        k = np.minimum(1.0, raw[cand] / f.full) if f.full > 0 else np.zeros(len(cand))
+        k = np.minimum(1.0, kw_array(f, s, True)[cand] / f.full) if f.full > 0 else np.zeros(len(cand))
+        if whole:
+            whole_k = np.minimum(1.0, flat[cand] / f.full_flat) if f.full_flat > 0 else np.zeros(len(cand))
+            k = (1 - whole) * k + whole * whole_k
         mu = float(np.mean(cos[finite]))
         c = np.where(finite[cand], cos[cand], mu)
         gap = c - mu
@@ -363,6 +380,19 @@ def study(data: Collected, half: str = "dev") -> None:
             "whole query": shipped(vec="whole"),
         },
     )
+    print(
+        "R@5 and MRR@10 of two more, tried and dropped: the keyword part also from the whole query (every"
+        " sentence alike, a share of .3 and .5), and the context vector's cosines lowered by .03 (its"
+        " filler costs less):"
+    )
+    dropped = {
+        "shipped": shipped(),
+        "whole .3": shipped(whole=0.3),
+        "whole .5": shipped(whole=0.5),
+        "context -.03": shipped(vec="max:question+tail500@0.03"),
+    }
+    table(data, dropped)
+    table(data, dropped, metric=1)
     print("keyword share, left out per source (margin: the mean over sets of min(R@5, MRR) - the better part's):")
     loso(data, lambda w: shipped(share=w), [0.4, 0.5, 0.6, 0.7], anchors)
     print("the relevance decision:")
