@@ -1,10 +1,12 @@
 """SQLite and PostgreSQL in one run, on the same data: recall latency (in-process and through a
 real stdio server), recall's rankings (which must be identical, query by query: the run fails
 otherwise), write throughput (remember one call at a time, bulk import) and concurrent writers
-(server processes writing at once, as replicas or several clients would).
+(server processes writing at once, as replicas or several clients would). Everything but the
+rankings of --semantic runs on the keyword path (the semantic stage off), in-process and in the
+servers.
 
     python -m benchmarks.backends [--backend sqlite|postgresql|both] [--sizes 10000,100000]
-                                  [--queries 200] [--writers 4,8] [--writes 100] [--durable] [--near]
+                                  [--queries 200] [--writers 4,8] [--writes 100] [--durable] [--near] [--semantic]
 
 PostgreSQL is a throwaway cluster started by the tests' own helper (tests/pg_server.py: Debian's
 server binaries, initdb into a temporary directory, loopback only), with the tests' settings:
@@ -17,6 +19,11 @@ questions and MemoryBank user messages); access tracking is on, written after ea
 Concurrent writers: each writer is an installed `jiyi` process over stdio, on a fresh
 database, writing its share of distinct conversation turns with `remember`, one call after
 another, all writers at once; the clock starts when every writer has answered a first call.
+
+--semantic also compares the hybrid's rankings, query by query, after every memory
+is given its vector of the bundled model (as `benchmarks.latency --semantic` gives them; the
+in-process recalls embed each query): the vector index and fusion are the same code on both
+databases, the vectors come from each database's own rows.
 
 --near compares the near-duplicate check of `remember`, which differs by backend (FTS5 bm25 on
 SQLite, the GIN tsvector index ranked by ts_rank on PostgreSQL, 10 candidates each, then the same
@@ -49,12 +56,13 @@ from mcp.client.stdio import StdioServerParameters
 
 from mcp_memory_server.config import Config
 from mcp_memory_server.memory import MemoryService
+from mcp_memory_server.memory.embedding import EmbeddingWorker
 from mcp_memory_server.store import Store
 from mcp_memory_server.text import Segmenter
 from tests import pg_server
 
 from .data import chinese, locomo_turns, memorybank_turns
-from .latency import _corpus, _pct, _queries, import_and_recall, segmenter_cache
+from .latency import _corpus, _pct, _queries, give_vectors, import_and_recall, segmenter_cache
 
 REMEMBERED = 300  # memories written one call at a time before the bulk import, as benchmarks.latency
 
@@ -88,15 +96,24 @@ def _config(db: str) -> Config:
 def _server(db: str) -> StdioServerParameters:
     command = shutil.which("jiyi", path=str(Path(sys.executable).parent))
     assert command, "install the package first"
-    env = {**os.environ, "MCP_MEMORY_CACHE_DIR": segmenter_cache(), "MCP_MEMORY_LOG_LEVEL": "ERROR"}
+    # The keyword path, as in-process: these figures compare the databases, and a server at its
+    # defaults with the semantic extra installed would meanwhile embed every memory it was given.
+    env = {
+        **os.environ,
+        "MCP_MEMORY_CACHE_DIR": segmenter_cache(),
+        "MCP_MEMORY_LOG_LEVEL": "ERROR",
+        "MCP_MEMORY_SEMANTIC": "off",
+    }
     return StdioServerParameters(command=command, args=["--db", db], env=env)
 
 
 async def load_and_recall(
-    db: str, size: int, queries: int, segmenter: Segmenter
+    db: str, size: int, queries: int, segmenter: Segmenter, semantic: bool = False
 ) -> tuple[dict[str, float], list[list[str]]]:
     """`size` memories (REMEMBERED one by one, the rest by bulk import), then recall in-process and
-    over stdio; also each query's ranking (the hits' contents, best first), to compare backends."""
+    over stdio; also each query's ranking (the hits' contents, best first), to compare backends.
+    With `semantic`, the rankings of the hybrid follow those of the keyword path: every memory
+    given its vector of the bundled model as `benchmarks.latency` gives them, each query embedded."""
     texts = _corpus(size)
     row: dict[str, float] = {}
     async with Store(_config(db), segmenter) as store:
@@ -111,6 +128,13 @@ async def load_and_recall(
         await import_and_recall(service, texts[REMEMBERED:], queries, row)
         row["db_mb"] = (await store.stats()).db_bytes / 1e6
         rankings = [[hit.content for hit in (await service.recall(query=q)).hits] for q in _queries(queries)]
+        if semantic:
+            stage = await give_vectors(store, _config(db), {})
+            assert await EmbeddingWorker(store, stage).attach()
+            for q in _queries(queries):
+                found = await service.recall(query=q)
+                assert found.stage in ("hybrid", "none"), found.stage
+                rankings.append([hit.content for hit in found.hits])
     async with Client(_server(db)) as client:
         await client.call_tool("recall", {"query": "warm up"})
         timings = []
@@ -245,7 +269,9 @@ async def run(args: argparse.Namespace) -> None:
         for size in sizes:
             for backend in chosen:
                 with backend.fresh(f"size-{size}") as db:
-                    r, ranked[size, backend.name] = await load_and_recall(db, size, args.queries, segmenter)
+                    r, ranked[size, backend.name] = await load_and_recall(
+                        db, size, args.queries, segmenter, args.semantic
+                    )
                 print(
                     f"| {size:,} | {backend.name} | {r['inproc_p50']:.2f} / {r['inproc_p95']:.2f} ms |"
                     f" {r['stdio_p50']:.2f} / {r['stdio_p95']:.2f} ms | {r['first_recall_ms']:,.0f} ms |"
@@ -313,6 +339,7 @@ def main() -> None:
     parser.add_argument("--writers", default="4,8", help="numbers of concurrent writer processes")
     parser.add_argument("--writes", type=int, default=100, help="remember calls per writer")
     parser.add_argument("--durable", action="store_true", help="also PostgreSQL with fsync on (its defaults)")
+    parser.add_argument("--semantic", action="store_true", help="also compare the hybrid's rankings, query by query")
     parser.add_argument("--near", action="store_true", help="also compare remember's near-duplicate merges")
     anyio.run(run, parser.parse_args())
 

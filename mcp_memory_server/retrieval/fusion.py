@@ -162,6 +162,7 @@ def score_candidates(
         ) * boost
         parts = (ev.keyword, ev.semantic, category, recency, frequency, r.confidence, boost)
         scored.append(Scored(cand, total, ev.relevance, parts))
-    # Ties go to the most recently updated (ISO timestamps sort as text).
-    scored.sort(key=lambda s: (s.score, s.candidate.row.updated_at), reverse=True)
+    # Ties go to the most recently updated (ISO timestamps sort as text), then to the newest
+    # memory (its id): an order that does not depend on how the database returned the rows.
+    scored.sort(key=lambda s: (s.score, s.candidate.row.updated_at, s.candidate.row.number), reverse=True)
     return scored
