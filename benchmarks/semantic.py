@@ -8,7 +8,10 @@ pace while it runs, and the memory it takes at a large store.
                                           [--settings 1:default,1:PASSIVE,2:default,2:PASSIVE]
 
 `rate` imports `--size` memories (the English and Chinese conversation turns of
-benchmarks.latency) and times the worker embedding all of them with the bundled model.
+benchmarks.latency) and times the worker embedding all of them with the bundled model, with the
+process's CPU time per memory and the cores it had meanwhile; before and after, it times the model
+alone on the same texts (the stage's model calls, nothing else), the figure the worker's compares
+with.
 `remember` times `--calls` remember calls one at a time, first with the stage off, then while the
 worker embeds a backlog in the background. `rss` fills a kept database with `--size` memories
 and a vector for each (random unit vectors: the steady state after the background embedding,
@@ -51,8 +54,9 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from mcp_memory_server.config import Config
+from mcp_memory_server.embed.embedder import Embedder
 from mcp_memory_server.memory import MemoryService
-from mcp_memory_server.memory.embedding import EmbeddingWorker
+from mcp_memory_server.memory.embedding import EmbeddingWorker, SemanticStage
 from mcp_memory_server.runtime.namespaces import semantic_stage
 from mcp_memory_server.store import Store
 from mcp_memory_server.text import Segmenter
@@ -66,18 +70,41 @@ def _config(db: Path, cache: Path, **kw: Any) -> Config:
 
 
 async def rate(size: int, batch: int) -> dict[str, float]:
+    texts = [t[:2000] for t in _corpus(size)]
     with tempfile.TemporaryDirectory() as tmp:
         config = _config(Path(tmp) / "m.db", Path(tmp), semantic="on", embedding_batch=batch)
         async with Store(config, Segmenter(config.cache_dir)) as store:
-            await MemoryService(store).import_memories([{"content": t[:2000]} for t in _corpus(size)])
+            await MemoryService(store).import_memories([{"content": t} for t in texts])
             worker = EmbeddingWorker(store, semantic_stage(config))
             started = time.perf_counter()
-            assert await worker.stage.loaded() is not None
+            embedder = await worker.stage.loaded()
+            assert embedder is not None
             loaded = time.perf_counter() - started
-            started = time.perf_counter()
+            before = await _model_alone(worker.stage, embedder, texts)
+            started, cpu = time.perf_counter(), time.process_time()
             assert await worker.catch_up()
-            took = time.perf_counter() - started
-    return {"memories": size, "load_s": round(loaded, 2), "embed_s": round(took, 1), "per_s": round(size / took, 1)}
+            took, cpu = time.perf_counter() - started, time.process_time() - cpu
+            after = await _model_alone(worker.stage, embedder, texts)
+    return {
+        "memories": size,
+        "load_s": round(loaded, 2),
+        "embed_s": round(took, 1),
+        "per_s": round(size / took, 1),
+        # The process's CPU time per memory while the worker ran, and the cores it had on average.
+        "cpu_ms_per_memory": round(cpu / size * 1000, 1),
+        "cores_used": round(cpu / took, 2),
+        # The model alone on the same texts, in the stage's slices through its worker threads, before
+        # and after the worker: what the worker's end-to-end figure compares with on the same machine.
+        "model_alone_per_s_before": round(size / before, 1),
+        "model_alone_per_s_after": round(size / after, 1),
+    }
+
+
+async def _model_alone(stage: SemanticStage, embedder: Embedder, texts: list[str]) -> float:
+    """Seconds the stage takes to embed `texts` with nothing else: no store, no pauses."""
+    started = time.perf_counter()
+    await stage.embed_passages(embedder, texts)
+    return time.perf_counter() - started
 
 
 async def remember(calls: int) -> dict[str, float]:
