@@ -17,7 +17,8 @@ the store's own `write_vectors` under the model's id and each memory's content h
 beyond the corpora (a text with a " #n" suffix, see `_corpus`) takes its base text's vector:
 embedding 90,000 such near-copies would take hours, and a vector's values do not change the work
 a search does. Then both paths are timed in the same run: keyword-only (stage off) and hybrid
-(the model loaded, each query embedded), in-process and over stdio; the hybrid server runs at
+(the model loaded, each query embedded), in-process and over stdio, and the model alone on the
+same queries, embedding what recall embeds of each; the hybrid server runs at
 its defaults (semantic auto) and is timed only once `memory://stats` says its stage is ready with
 every memory embedded.
 """
@@ -43,6 +44,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp_memory_server.config import Config
 from mcp_memory_server.memory import MemoryService
 from mcp_memory_server.memory.embedding import EmbeddingWorker, SemanticStage
+from mcp_memory_server.retrieval.plan import embedded_texts
 from mcp_memory_server.runtime.namespaces import semantic_stage
 from mcp_memory_server.store import Store
 from mcp_memory_server.text import Segmenter
@@ -143,6 +145,18 @@ async def time_recalls(service: MemoryService, queries: int, row: dict[str, floa
     row[f"{name}_p50"], row[f"{name}_p95"] = _pct(timings, 0.5), _pct(timings, 0.95)
 
 
+async def time_model(stage: SemanticStage, queries: int, row: dict[str, float]) -> None:
+    """The model alone on the same queries, embedding what recall embeds of each (its last
+    sentence, and the last 500 characters of a longer one): what the hybrid's time is compared with."""
+    timings = []
+    for query in _queries(queries):
+        t = time.perf_counter()
+        for text in embedded_texts(query):
+            await stage.encode_query(text)
+        timings.append(time.perf_counter() - t)
+    row["model_p50"], row["model_p95"] = _pct(timings, 0.5), _pct(timings, 0.95)
+
+
 async def give_vectors(store: Store, config: Config, row: dict[str, float]) -> SemanticStage:
     """Every memory's current vector of the bundled model, written as the background worker writes
     them (see the module docstring); returns the loaded stage (its model serves the in-process
@@ -211,6 +225,7 @@ async def run_size(
             await service.recall(query="warm up")  # builds the in-memory vector index
             row["first_hybrid_ms"] = (time.perf_counter() - started) * 1000
             await time_recalls(service, queries, row, "hybrid_inproc")
+            await time_model(stage, queries, row)
 
     await stdio_recalls(config.db_path, queries, row, "stdio", {"MCP_MEMORY_SEMANTIC": "off"})
     if semantic:
@@ -283,7 +298,8 @@ async def run(args: argparse.Namespace) -> None:
     )
     if args.semantic:
         header += (
-            " hybrid in-process p50 / p95 | hybrid stdio p50 / p95 | hybrid server peak RSS |"
+            " hybrid in-process p50 / p95 | hybrid stdio p50 / p95 | the model alone p50 / p95 |"
+            " hybrid server peak RSS |"
             " stage ready after | vectors (reused, newly embedded) | load average |"
         )
     if args.official:
@@ -303,6 +319,7 @@ async def run(args: argparse.Namespace) -> None:
                 line += (
                     f" {r['hybrid_inproc_p50']:.2f} / {r['hybrid_inproc_p95']:.2f} ms |"
                     f" {r['hybrid_stdio_p50']:.2f} / {r['hybrid_stdio_p95']:.2f} ms |"
+                    f" {r['model_p50']:.2f} / {r['model_p95']:.2f} ms |"
                     f" {r['hybrid_stdio_rss_mb']:.0f} MB |"
                     f" {r['hybrid_stdio_ready_s']:.1f} s | {r['vectors']:,.0f} ({r['vectors_reused']:,.0f},"
                     f" {r['newly_embedded']:,.0f}) | {load:.2f} |"
