@@ -16,6 +16,8 @@ __all__ = [
     "MAX_CATEGORY_CHARS",
     "SOURCE_ALIASES",
     "Breakdown",
+    "Cleaned",
+    "CleanedMemory",
     "CleanupCandidate",
     "CleanupResult",
     "CleanupRule",
@@ -49,7 +51,7 @@ Stage = Literal["keyword", "hybrid", "like", "none"]
 RememberAction = Literal["created", "updated", "merged", "unchanged"]
 OrderBy = Literal["updated", "created", "importance", "accessed"]
 CleanupRule = Literal["unused", "low_importance", "low_confidence", "duplicate"]
-KeepRule = Literal["important", "frequently_used", "recent", "core_category", "manual"]
+KeepRule = Literal["important", "frequently_used", "recent", "core_category", "manual", "critical"]
 
 KNOWN_CATEGORIES: tuple[str, ...] = (
     "identity",
@@ -339,6 +341,26 @@ class Stats(Model):
     semantic: SemanticStatus | None = Field(
         default=None, description="The semantic stage (a serving process's); null where nothing runs it."
     )
+    cleaned: Cleaned | None = Field(
+        default=None, description="What automatic cleanup archived in the last 30 days, newest first."
+    )
+
+
+class CleanedMemory(Model):
+    """A memory automatic cleanup moved to the archive."""
+
+    id: str = Field(description="Pass it to restore to bring the memory back.")
+    preview: str = Field(description="The start of its content.")
+    archived_at: datetime
+    reason: str = Field(description="The rules that selected it.")
+
+
+class Cleaned(Model):
+    """What cleanup archived lately: nothing it does is hidden from the user."""
+
+    days: int = Field(description="The window looked at, in days.")
+    count: int = Field(description="Memories cleanup archived in the window (restore brings them back).")
+    latest: list[CleanedMemory] = Field(description="The newest of them, at most 10.")
 
 
 class CleanupCandidate(Model):
@@ -376,7 +398,8 @@ class CleanupResult(Model):
     kept: dict[str, int] = Field(
         description="Memories a rule selected but a keep rule saved, by the first keep rule that applies: "
         "important (importance at least 0.8), frequently_used (accessed at least 10 times), recent "
-        "(created in the last 7 days), core_category (identity, preference, ...), manual (source manual)."
+        "(created in the last 7 days), core_category (identity, preference, ...), manual (source manual), "
+        "critical (health, family or identity facts: never archived automatically)."
     )
     detail: str = Field(description="One sentence saying what happened.")
 

@@ -33,6 +33,7 @@ from ..store import archive, extraction_log
 from ..store.archive import CleanupRow
 from ..store.rows import iso, memory_id, parse_id, utcnow
 from ..store.store import Store
+from ..text.critical import critical
 from . import validate
 
 __all__ = ["cleanup", "expire_sessions", "keep_rule", "maintain", "recent_since", "restore"]
@@ -76,7 +77,9 @@ def recent_since(config: Config, now: datetime) -> str:
 
 
 def _keep_rule(row: CleanupRow, config: Config, recent_since: str) -> KeepRule | None:
-    return keep_rule(
+    """The keep rules of `keep_rule`, and for cleanup alone, `critical` (text/critical.py):
+    health, family and identity facts stay whatever their use; the user can still forget them."""
+    rule = keep_rule(
         config,
         recent_since,
         importance=row.importance,
@@ -85,6 +88,7 @@ def _keep_rule(row: CleanupRow, config: Config, recent_since: str) -> KeepRule |
         category=row.category,
         source=row.source,
     )
+    return rule if rule is not None or not critical(row.content) else "critical"
 
 
 def _rules(row: CleanupRow) -> list[CleanupRule]:

@@ -202,11 +202,15 @@ async def insert_imported(
     records: Sequence[Imported],
     numbers: Mapping[int, int],
     step: Callable[[int], Awaitable[None]] | None = None,
+    *,
+    arrived: str,
 ) -> None:
     """Write `records` as new memories under the numbers `numbers` maps theirs to (from
     `numbers_for` or `new_numbers`), each with a new seq: live ones with their full-text rows and
-    history, archived ones with theirs; `step` hears of every chunk written. The change is
-    logged, and the profile goes stale when a live memory came."""
+    history, archived ones with theirs; `step` hears of every chunk written. Live ones arrived
+    at `arrived` (ISO 8601): cleanup counts their time unused from then at the earliest, whatever
+    their times where they came from. The change is logged, and the profile goes stale when a
+    live memory came."""
     if not records:
         return
     ns, conn, sql = tx.namespace, tx._conn, tx._sql
@@ -230,6 +234,7 @@ async def insert_imported(
             width = MEMORY_WIDTH + 2 * archived
             await conn.execute(sql.insert_rows(table, MEMORY_ROW + extra, width, len(chunk)), values)
             if not archived:
+                await conn.execute(sql.mark_arrived, (arrived, sql.array([seqs[r.number] for r in chunk])))
                 fts: list[Any] = []
                 for r in chunk:
                     fts += (seqs[r.number], *tx.index_row(r.draft.content, r.draft.key, r.draft.tags, r.draft.category))

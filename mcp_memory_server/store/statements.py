@@ -86,6 +86,8 @@ class Statements:
     newest: str  # (namespace,)
     session_count: str  # (namespace,)
     archive_count: str  # (namespace,)
+    cleaned_count: str  # (namespace, since): memories cleanup archived since then
+    cleaned_latest: str  # (namespace, since, limit): number, content, archived_at, archive_reason, newest first
     session: str  # (namespace, session_id)
 
     # ---- sessions --------------------------------------------------------------------------
@@ -130,6 +132,7 @@ class Statements:
     cleanup_rows: str  # named: ns, accesses, unused_before, low, stale_before, unsure, unsure_before
     working_memories: str  # (namespace, session_id): seq, number, importance, access_count
     promote: str  # (array(seqs), namespace)
+    mark_arrived: str  # (at, array(seqs)): memories imported from one of our files arrived then
 
     # ---- export and import -----------------------------------------------------------------
     export_memories: str  # (namespace, profile key)

@@ -11,14 +11,14 @@ import uuid
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
 import anyio
 
 from ..config.config import Config
 from ..errors import StoreError
-from ..models import Memory, SessionState, Stats
+from ..models import Cleaned, CleanedMemory, Memory, SessionState, Stats
 from ..text.keyword_query import KeywordQuery
 from ..text.segmenter import Segmenter
 from ..text.tokens import INDEX_VERSION, index_text, like_pattern
@@ -30,7 +30,7 @@ from .ledger import Request
 from .live_index import LiveIndex
 from .live_vectors import LiveVectors
 from .request_ops import RequestOps
-from .rows import ORDER_COLUMNS, Candidate, MemoryRow, Page, SessionRow, iso, memory_row, scalar, utcnow
+from .rows import ORDER_COLUMNS, Candidate, MemoryRow, Page, SessionRow, iso, memory_id, memory_row, scalar, utcnow
 from .sqlite.backend import SqliteBackend
 from .tx import Tx
 from .vector_ops import QueryEncoder, VectorOps
@@ -39,6 +39,15 @@ __all__ = ["QueryEncoder", "Store"]
 
 log = logging.getLogger(__name__)
 _NO_LOCK = contextlib.nullcontext()
+# memory://stats tells what automatic cleanup archived in this many days, the newest few by name.
+_CLEANED_DAYS = 30
+_CLEANED_SHOWN = 10
+_PREVIEW_CHARS = 80
+
+
+def _preview(content: str) -> str:
+    text = " ".join(content.split())
+    return text if len(text) <= _PREVIEW_CHARS else text[: _PREVIEW_CHARS - 1] + "…"
 
 
 def _backend(config: Config) -> Backend:
@@ -380,6 +389,9 @@ class Store(VectorOps, RequestOps):
             sessions = await scalar(conn, sql.session_count, (ns,))
             archived = await scalar(conn, sql.archive_count, (ns,))
             version = await scalar(conn, sql.schema_version)
+            since = iso(utcnow() - timedelta(days=_CLEANED_DAYS))
+            cleaned_count = await scalar(conn, sql.cleaned_count, (ns, since))
+            latest = await conn.execute_fetchall(sql.cleaned_latest, (ns, since, _CLEANED_SHOWN))
         size = await self._db.size()
         return Stats(
             total=sum(by_category.values()),
@@ -393,6 +405,14 @@ class Store(VectorOps, RequestOps):
             oldest=datetime.fromisoformat(oldest) if oldest else None,
             newest=datetime.fromisoformat(newest) if newest else None,
             segmenter=self.segmenter.state,
+            cleaned=Cleaned(
+                days=_CLEANED_DAYS,
+                count=int(cleaned_count or 0),
+                latest=[
+                    CleanedMemory(id=memory_id(n), preview=_preview(c), archived_at=at, reason=reason)
+                    for n, c, at, reason in latest
+                ],
+            ),
         )
 
     # ---- access tracking (store/access_counts.py) ----------------------------------------------------------

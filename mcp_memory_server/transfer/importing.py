@@ -308,7 +308,7 @@ async def _items_into(tx: Tx, checked: _Items, progress: Progress | None, now: d
         if progress is not None:
             await progress(done, total)
 
-    numbers = await add_records(tx, records, step)
+    numbers = await add_records(tx, records, now, step)
     created = [memory_id(n) for n in numbers]
     summary = ImportSummary(
         format=checked.file_format,

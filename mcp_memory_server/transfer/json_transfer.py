@@ -178,7 +178,7 @@ async def import_into(tx: Tx, doc: Document, now: datetime, progress: Progress |
             " memory; nothing was imported. Forget one of them, or change the key in the file."
         )
     numbers = await export_import.numbers_for(tx, [r.number for r in new])
-    await export_import.insert_imported(tx, new, numbers, step)
+    await export_import.insert_imported(tx, new, numbers, step, arrived=iso(now))
     edits = await merge_manual(tx, doc.profile_edits, now) if doc.profile_edits else False
     added = 0
     for session in doc.sessions:
@@ -221,12 +221,13 @@ async def _absent(tx: Tx, records: Sequence[Record]) -> list[Record]:
     return absent
 
 
-async def add_records(tx: Tx, records: Sequence[Record], step: Step | None = None) -> list[int]:
+async def add_records(tx: Tx, records: Sequence[Record], now: datetime, step: Step | None = None) -> list[int]:
     """Store `records` as new memories under the next ids never handed out here (their own
-    numbers, unique among them, only tell them apart); returns the numbers given, in order."""
+    numbers, unique among them, only tell them apart), arrived `now`; returns the numbers given,
+    in order."""
     if not records:
         return []
     given = await export_import.new_numbers(tx, len(records))
     numbers = {r.number: n for r, n in zip(records, given, strict=True)}
-    await export_import.insert_imported(tx, records, numbers, step)
+    await export_import.insert_imported(tx, records, numbers, step, arrived=iso(now))
     return given

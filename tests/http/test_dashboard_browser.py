@@ -632,6 +632,10 @@ def test_stats(page: Page, served: Served, api: Api) -> None:
     expect(identity).to_contain_text("Identity")
     tiers = page.get_by_test_id("stats-tiers").get_by_test_id("stat-row")
     expect(tiers).to_have_count(len(stats["by_tier"]))
+    # What automatic cleanup archived is never hidden: the count, and each of the newest by id.
+    cleaned = page.get_by_test_id("stats-cleaned")
+    expect(cleaned).to_contain_text(f"Archived by cleanup in the last 30 days: {stats['cleaned']['count']}")
+    expect(cleaned.get_by_test_id("cleaned-row")).to_have_count(len(stats["cleaned"]["latest"]))
 
     # A category's row opens the list filtered to it.
     identity.get_by_test_id("stat-link").click()

@@ -137,7 +137,14 @@ async def test_each_keep_rule_saves_a_candidate(service: MemoryService, config: 
 
     result = await lifecycle.cleanup(service.store, now=NOW)
     assert [c.id for c in result.candidates] == [selected]
-    assert result.kept == {"important": 1, "frequently_used": 1, "recent": 1, "core_category": 2, "manual": 1}
+    assert result.kept == {
+        "important": 1,
+        "frequently_used": 1,
+        "recent": 1,
+        "core_category": 2,
+        "manual": 1,
+        "critical": 0,
+    }
     assert fresh not in {c.id for c in result.candidates} and fresh_copy not in {c.id for c in result.candidates}
     for memory_id in (important, frequent, core, seed_core, manual):
         assert memory_id not in {c.id for c in result.candidates}

@@ -222,7 +222,7 @@ async def _script(store: Store) -> dict[str, Any]:
                 (iso(_at(5)), "imported archived"),
             ),
         ]
-        await export_import.insert_imported(tx, records, {1: top + 10, 2: top + 11})
+        await export_import.insert_imported(tx, records, {1: top + 10, 2: top + 11}, arrived=iso(_at(6)))
         out["imported"] = (await tx.get(top + 10), await tx.history(top + 10), await archive.archived(tx, [top + 11]))
         await tx._conn.execute(tx._sql.numbers_after, (tx.namespace, top + 11))  # as numbers_for does
     async with store.transaction() as tx:

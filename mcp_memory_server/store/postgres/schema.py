@@ -294,4 +294,12 @@ MIGRATIONS: tuple[Migration, ...] = (
         # the profile's text, with its history and index row (store/profile_scrub.py).
         (),
     ),
+    (
+        14,
+        "when a memory arrived in this database",
+        # Set by an import of our own file, which keeps each memory's times as they were where it
+        # came from; NULL for a memory written here. Cleanup counts time unused from the later of
+        # its last access and its arrival (memory/lifecycle.py).
+        ("ALTER TABLE memories ADD COLUMN arrived_at timestamptz",),
+    ),
 )

@@ -147,6 +147,14 @@ class PgStatements(Statements):
     newest = "SELECT max(created_at) FROM memories WHERE namespace = %s"
     session_count = "SELECT count(*) FROM sessions WHERE namespace = %s"
     archive_count = "SELECT count(*) FROM memory_archive WHERE namespace = %s"
+    cleaned_count = (
+        "SELECT count(*) FROM memory_archive WHERE namespace = %s AND archive_reason LIKE 'cleanup:%%'"
+        " AND archived_at >= %s"
+    )
+    cleaned_latest = (
+        "SELECT number, content, archived_at, archive_reason FROM memory_archive WHERE namespace = %s"
+        " AND archive_reason LIKE 'cleanup:%%' AND archived_at >= %s ORDER BY archived_at DESC, number DESC LIMIT %s"
+    )
     session = f"SELECT {SESSION_COLUMNS} FROM sessions WHERE namespace = %s AND session_id = %s"
 
     touch_session = (
@@ -235,9 +243,12 @@ class PgStatements(Statements):
                unused, low_importance, low_confidence, duplicate_of FROM (
                SELECT m.seq, m.number, m.content, m.category, m.importance, m.access_count, m.source,
                    m.created_at, m.last_accessed,
-                   m.access_count < %(accesses)s AND m.last_accessed < %(unused_before)s AS unused,
-                   m.importance < %(low)s AND m.last_accessed < %(stale_before)s AS low_importance,
-                   m.confidence < %(unsure)s AND m.last_accessed < %(unsure_before)s AS low_confidence,
+                   m.access_count < %(accesses)s AND m.last_accessed < %(unused_before)s
+                       AND (m.arrived_at IS NULL OR m.arrived_at < %(unused_before)s) AS unused,
+                   m.importance < %(low)s AND m.last_accessed < %(stale_before)s
+                       AND (m.arrived_at IS NULL OR m.arrived_at < %(stale_before)s) AS low_importance,
+                   m.confidence < %(unsure)s AND m.last_accessed < %(unsure_before)s
+                       AND (m.arrived_at IS NULL OR m.arrived_at < %(unsure_before)s) AS low_confidence,
                    CASE WHEN m.key IS NULL AND k.keeper <> m.number THEN k.keeper END AS duplicate_of
                FROM memories m LEFT JOIN keepers k ON k.seq = m.seq
                WHERE m.namespace = %(ns)s
@@ -248,6 +259,7 @@ class PgStatements(Statements):
         " WHERE namespace = %s AND session_id = %s AND tier = 'working' ORDER BY seq"
     )
     promote = f"UPDATE memories SET tier = 'core' WHERE seq = {_SEQS} AND {_NS}"
+    mark_arrived = f"UPDATE memories SET arrived_at = %s WHERE seq = {_SEQS}"
 
     export_memories = f"SELECT {COLUMNS} FROM memories WHERE namespace = %s AND key IS DISTINCT FROM %s ORDER BY number"
     export_history = (

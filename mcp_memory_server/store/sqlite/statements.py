@@ -149,6 +149,14 @@ class SqliteStatements(Statements):
     newest = "SELECT max(created_at) FROM memories WHERE namespace = ?"
     session_count = "SELECT count(*) FROM sessions WHERE namespace = ?"
     archive_count = "SELECT count(*) FROM memory_archive WHERE namespace = ?"
+    cleaned_count = (
+        "SELECT count(*) FROM memory_archive"
+        " WHERE namespace = ? AND archive_reason LIKE 'cleanup:%' AND archived_at >= ?"
+    )
+    cleaned_latest = (
+        "SELECT number, content, archived_at, archive_reason FROM memory_archive WHERE namespace = ?"
+        " AND archive_reason LIKE 'cleanup:%' AND archived_at >= ? ORDER BY archived_at DESC, number DESC LIMIT ?"
+    )
     session = f"SELECT {SESSION_COLUMNS} FROM sessions WHERE namespace = ? AND session_id = ?"
 
     touch_session = (
@@ -238,9 +246,12 @@ class SqliteStatements(Statements):
                unused, low_importance, low_confidence, duplicate_of FROM (
                SELECT m.seq, m.number, m.content, m.category, m.importance, m.access_count, m.source,
                    m.created_at, m.last_accessed,
-                   m.access_count < :accesses AND m.last_accessed < :unused_before AS unused,
-                   m.importance < :low AND m.last_accessed < :stale_before AS low_importance,
-                   m.confidence < :unsure AND m.last_accessed < :unsure_before AS low_confidence,
+                   m.access_count < :accesses AND m.last_accessed < :unused_before
+                       AND coalesce(m.arrived_at, '') < :unused_before AS unused,
+                   m.importance < :low AND m.last_accessed < :stale_before
+                       AND coalesce(m.arrived_at, '') < :stale_before AS low_importance,
+                   m.confidence < :unsure AND m.last_accessed < :unsure_before
+                       AND coalesce(m.arrived_at, '') < :unsure_before AS low_confidence,
                    CASE WHEN m.key IS NULL AND k.keeper != m.number THEN k.keeper END AS duplicate_of
                FROM memories m LEFT JOIN keepers k ON k.seq = m.seq
                WHERE m.namespace = :ns
@@ -251,6 +262,7 @@ class SqliteStatements(Statements):
         " WHERE namespace = ? AND session_id = ? AND tier = 'working' ORDER BY seq"
     )
     promote = f"UPDATE memories SET tier = 'core' WHERE seq IN {_SEQS} AND +namespace = ?"
+    mark_arrived = f"UPDATE memories SET arrived_at = ? WHERE seq IN {_SEQS}"
 
     export_memories = f"SELECT {COLUMNS} FROM memories WHERE namespace = ? AND key IS NOT ? ORDER BY number"
     export_history = (

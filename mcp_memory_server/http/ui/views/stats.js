@@ -40,7 +40,19 @@ function show(container, stats) {
             h('dt', {}, t('stats.schema_version')), h('dd', {}, String(stats.schema_version)),
             h('dt', {}, t('stats.oldest')), h('dd', {}, stats.oldest ? fmtDate(stats.oldest) : t('common.none')),
             h('dt', {}, t('stats.newest')), h('dd', {}, stats.newest ? fmtDate(stats.newest) : t('common.none')))),
-        stats.semantic ? semantic(stats.semantic) : null)));
+        stats.semantic ? semantic(stats.semantic) : null,
+        stats.cleaned ? cleaned(stats.cleaned) : null)));
+}
+
+// What automatic cleanup archived lately, by name: nothing it does is hidden from the user.
+function cleaned(report) {
+  return h('section', { class: 'card', 'data-testid': 'stats-cleaned' },
+    h('h2', {}, t('stats.cleaned', { days: report.days, count: fmtInt(report.count) })),
+    report.latest.length
+      ? h('ul', { class: 'cleaned' }, report.latest.map((m) => h('li', { 'data-testid': 'cleaned-row', 'data-id': m.id },
+        h('code', {}, m.id), ' ', m.preview, ' ', h('span', { class: 'muted' }, `${fmtDate(m.archived_at)} · ${m.reason}`))))
+      : h('p', { class: 'muted' }, t('stats.cleaned_none')),
+    report.count ? h('p', { class: 'muted' }, t('stats.cleaned_restore')) : null);
 }
 
 // The semantic stage: its state, its model and how many memories have a vector (N of M, a bar).
