@@ -31,7 +31,7 @@ from ..models import (
 )
 from ..store import archive, extraction_log
 from ..store.archive import CleanupRow
-from ..store.rows import iso, memory_id, parse_id, utcnow
+from ..store.rows import iso, memory_id, parse_id, preview, utcnow
 from ..store.store import Store
 from ..text.critical import critical
 from . import validate
@@ -40,7 +40,6 @@ __all__ = ["cleanup", "expire_sessions", "keep_rule", "maintain", "recent_since"
 
 log = logging.getLogger(__name__)
 
-_PREVIEW_CHARS = 80
 _LISTED = 100  # candidates listed in a cleanup result by default (all of them are archived)
 _ABANDONED = timedelta(hours=1)  # a sieve run still waiting for the client's model after this is closed
 
@@ -112,15 +111,10 @@ def _reason(row: CleanupRow) -> str:
     return "cleanup: " + ", ".join(words)
 
 
-def _preview(content: str) -> str:
-    text = " ".join(content.split())
-    return text if len(text) <= _PREVIEW_CHARS else text[: _PREVIEW_CHARS - 1] + "…"
-
-
 def _candidate(row: CleanupRow) -> CleanupCandidate:
     return CleanupCandidate(
         id=memory_id(row.number),
-        preview=_preview(row.content),
+        preview=preview(row.content),
         category=row.category,
         importance=row.importance,
         access_count=row.access_count,

@@ -33,6 +33,7 @@ __all__ = [
     "memory_id",
     "memory_row",
     "parse_id",
+    "preview",
     "scalar",
     "scalars",
     "utcnow",
@@ -230,3 +231,13 @@ class Page:
     total: int
     items: list[Memory]
     last: tuple[Any, int] | None  # sort value and number of the last item, for the next cursor
+
+
+_PREVIEW_CHARS = 80
+
+
+def preview(content: str) -> str:
+    """The start of a memory's content on one line, as a list of candidates or of archived
+    memories shows it (80 characters at most)."""
+    text = " ".join(content.split())
+    return text if len(text) <= _PREVIEW_CHARS else text[: _PREVIEW_CHARS - 1] + "…"

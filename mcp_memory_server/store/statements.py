@@ -132,7 +132,7 @@ class Statements:
     cleanup_rows: str  # named: ns, accesses, unused_before, low, stale_before, unsure, unsure_before
     working_memories: str  # (namespace, session_id): seq, number, importance, access_count
     promote: str  # (array(seqs), namespace)
-    mark_arrived: str  # (at, array(seqs)): memories imported from one of our files arrived then
+    mark_arrived: str  # (at, array(seqs)): imported memories arrived then
 
     # ---- export and import -----------------------------------------------------------------
     export_memories: str  # (namespace, profile key)

@@ -30,7 +30,19 @@ from .ledger import Request
 from .live_index import LiveIndex
 from .live_vectors import LiveVectors
 from .request_ops import RequestOps
-from .rows import ORDER_COLUMNS, Candidate, MemoryRow, Page, SessionRow, iso, memory_id, memory_row, scalar, utcnow
+from .rows import (
+    ORDER_COLUMNS,
+    Candidate,
+    MemoryRow,
+    Page,
+    SessionRow,
+    iso,
+    memory_id,
+    memory_row,
+    preview,
+    scalar,
+    utcnow,
+)
 from .sqlite.backend import SqliteBackend
 from .tx import Tx
 from .vector_ops import QueryEncoder, VectorOps
@@ -42,12 +54,6 @@ _NO_LOCK = contextlib.nullcontext()
 # memory://stats tells what automatic cleanup archived in this many days, the newest few by name.
 _CLEANED_DAYS = 30
 _CLEANED_SHOWN = 10
-_PREVIEW_CHARS = 80
-
-
-def _preview(content: str) -> str:
-    text = " ".join(content.split())
-    return text if len(text) <= _PREVIEW_CHARS else text[: _PREVIEW_CHARS - 1] + "…"
 
 
 def _backend(config: Config) -> Backend:
@@ -409,7 +415,7 @@ class Store(VectorOps, RequestOps):
                 days=_CLEANED_DAYS,
                 count=int(cleaned_count or 0),
                 latest=[
-                    CleanedMemory(id=memory_id(n), preview=_preview(c), archived_at=at, reason=reason)
+                    CleanedMemory(id=memory_id(n), preview=preview(c), archived_at=at, reason=reason)
                     for n, c, at, reason in latest
                 ],
             ),

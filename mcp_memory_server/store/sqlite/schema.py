@@ -303,8 +303,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     (
         14,
         "when a memory arrived in this database",
-        # Set by an import of our own file, which keeps each memory's times as they were where it
-        # came from; NULL for a memory written here. Cleanup counts time unused from the later of
+        # Set by an import, which keeps each memory's times as they were where it came from; NULL
+        # for a memory written here. Cleanup counts time unused from the later of
         # its last access and its arrival (memory/lifecycle.py).
         ("ALTER TABLE memories ADD COLUMN arrived_at TEXT",),
     ),
