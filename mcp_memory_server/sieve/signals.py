@@ -274,7 +274,38 @@ def _compound_signals(text: str, forced: bool) -> list[Signal]:
     if split:
         return split
     signal = _classify(text, forced)
-    return [signal] if signal is not None else []
+    if signal is None:
+        return []
+    return _keyed_apart(text, signal, forced) if signal.key is not None else [signal]
+
+
+def _keyed_apart(text: str, signal: Signal, forced: bool) -> list[Signal]:
+    """A keyed fact's clause stored apart from the rest of its sentence when the rest says something
+    of its own (seed 002: compound information is split): 我住在苏州，我女儿叫小米，她在读三年级 gives
+    我住在苏州 under user.city and 我女儿叫小米，她在读三年级, so that 我搬到上海了 replaces the city
+    and not the daughter's name. A rest that says nothing alone (我住在苏州，离公司很近: about the
+    city) stays with the keyed clause; a correction (不是北京，而是柏林) is one sentence."""
+    if signal.pattern == "correction":
+        return [signal]
+    cuts = list(_COMPOUND_CUT.finditer(text))
+    if not cuts or len(cuts) >= _MAX_COMPOUND:
+        return [signal]
+    bounds = [0, *(c for cut in cuts for c in cut.span()), len(text)]
+    pieces = [(bounds[i], bounds[i + 1]) for i in range(0, len(bounds), 2)]
+    keyed = next((i for i, (a, b) in enumerate(pieces) if keyed_slot(text[a:b]) is not None), None)
+    if keyed is None:
+        return [signal]
+    start, end = pieces[keyed]
+    # the clause and the cut after it, or the last clause and the cut before it
+    rest = text[:start] + text[pieces[keyed + 1][0] :] if keyed + 1 < len(pieces) else text[: pieces[keyed - 1][1]]
+    rest = _clean(_CONJUNCTION.sub("", rest.strip(), count=1))
+    if rest[:1].islower():
+        rest = rest[0].upper() + rest[1:]
+    other = _classified(rest, forced, bool(HYPOTHETICAL.search(rest))) if rest else None
+    if other is None or other.pattern == "forced" or keyed_slot(rest) is not None:
+        return [signal]
+    clause = _clean(text[start:end])
+    return [Signal(signal.category, clause, signal.importance, signal.pattern, signal.forced, signal.key), other]
 
 
 def _split(text: str, forced: bool) -> list[Signal] | None:
