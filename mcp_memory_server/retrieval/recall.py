@@ -118,8 +118,14 @@ async def recall(
     if not candidates:
         return RecallResult(query=query, keywords=shown, stage="none", hits=[], note=_NOTHING_MATCHED)
     scored = score_candidates(candidates, config, now, found.topic_terms, full, semantic)
-    if not answered(scored, semantic, best_cosine, best_group):
-        return RecallResult(query=query, keywords=shown, stage="none", hits=[], note=_NOT_ANSWERED)
+    unanswered = not answered(scored, semantic, best_cosine, best_group)
+    if unanswered:
+        # The bar weighs the model's evidence, which a memory not embedded yet (just written or
+        # restored) does not have: such a memory is judged on its keywords alone, as without the stage.
+        judged = semantic.cosines if semantic is not None else {}
+        scored = [s for s in scored if s.candidate.row.seq not in judged]
+        if not scored:
+            return RecallResult(query=query, keywords=shown, stage="none", hits=[], note=_NOT_ANSWERED)
     # No keyword floor while jieba's dictionary loads: a query's bigrams across word boundaries
     # (我喝 and 么咖) match nothing and make a full match look weak.
     lenient = store.segmenter.state != "ready"
@@ -129,7 +135,8 @@ async def recall(
 
     top = [s for s in below_their_successors(scored, limit, relevant) if relevant(s)][:limit]
     if not top:
-        return RecallResult(query=query, keywords=shown, stage="none", hits=[], note=_BELOW_FLOOR)
+        note = _NOT_ANSWERED if unanswered else _BELOW_FLOOR
+        return RecallResult(query=query, keywords=shown, stage="none", hits=[], note=note)
     if track_access:
         # A use is a hit that matched: memories shown beside it do not gain from being shown.
         used = [s.candidate.row.seq for s in top if s.relevance >= config.recall.use_floor]

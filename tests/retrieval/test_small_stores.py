@@ -117,3 +117,14 @@ async def test_a_repeated_query_is_not_embedded_again(tmp_path: Path, cache_dir:
             await service.recall(query=f"北京 {n}", limit=1, track_access=False)
         await service.recall(query="北京", limit=3, track_access=False)  # pushed out: embedded again
         assert asked.count("北京") == 2 and len(store._query_vectors) == QUERY_VECTORS
+
+
+async def test_a_memory_not_embedded_yet_is_found_on_its_keywords(fresh: MemoryService) -> None:
+    """Just written (or restored), before the background worker embeds it: the model's bar judges
+    the memories it has vectors of, and this one is answered on its keywords, as without the stage."""
+    await _store(fresh, ["The user is allergic to peanuts", "用户每天早上跑步五公里"])
+    new = await fresh.remember(content="去年在杭州吃过一家很一般的面馆", category="event")
+    found = await fresh.recall(query="杭州 面馆", limit=5, track_access=False)
+    assert [h.id for h in found.hits] == [new.id], found
+    nothing = await fresh.recall(query="火山喷发的原理", limit=5, track_access=False)
+    assert nothing.hits == [] and nothing.note
