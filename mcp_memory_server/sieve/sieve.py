@@ -442,8 +442,9 @@ class Sieve:
         nearest = existing[score.nearest] if score.nearest is not None else None
         if deep and nearest is not None and score.redundancy >= _SAME:
             return item("skip", f"Already stored: {_name(nearest)} says this.", parts, _Matched(nearest.id))
-        if score.decision == "skip":
-            return item("skip", _skipped(score, nearest), parts)
+        if score.decision == "skip":  # a near-duplicate names the memory it repeats (forgetting that takes it too)
+            matched = _Matched(nearest.id) if score.duplicate and nearest is not None else None
+            return item("skip", _skipped(score, nearest), parts, matched)
         # A keyed fact (user.city) is core whatever its novelty: it updates the memory holding its key.
         tier = "working" if (deep or score.decision == "working") and key is None else "core"
         try:

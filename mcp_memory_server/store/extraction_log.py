@@ -240,9 +240,10 @@ async def texts_of(conn: Conn, sql: Statements, namespace: str, numbers: Sequenc
 
 async def forget(conn: Conn, sql: Statements, namespace: str, numbers: Sequence[int], texts: Sequence[str]) -> int:
     """Take the namespace's memories `numbers`, about to be deleted for good, out of the extraction
-    log ("forget this" leaves nothing behind): every item that wrote one, or repeats a text it has
-    had (its content, earlier values, archived copy), shows FORGOTTEN instead, and so does every
-    preview of an exchange it came from or that holds such a text. Runs whose fallback note it was
+    log ("forget this" leaves nothing behind): every item that wrote or matched one, or repeats a
+    text it has had (its content, earlier values, archived copy), shows FORGOTTEN instead, and so
+    does every preview of an exchange it came from or that holds such a text, and every item of that
+    exchange that no memory holds (a rewording skipped as a near-duplicate). Runs whose fallback note it was
     lose their previews too once settled; while a run is pending, its note is only being replaced
     by the model's answer and the exchange stays. Returns the runs changed."""
     if not numbers:
@@ -257,6 +258,10 @@ async def forget(conn: Conn, sql: Statements, namespace: str, numbers: Sequence[
         before = (raw_input, raw_fast, raw_deep)
         source = _scrub_report(fast, ids, texts) | _scrub_report(deep, ids, texts)
         source = source or (note_seq in notes and status == "done")
+        if source:  # what the exchange proposed and nothing holds (a skipped rewording) goes with it
+            for item in (*fast.get("items", []), *deep.get("items", [])):
+                if item.get("id") is None:
+                    item["content"] = FORGOTTEN
         for side in ("user", "assistant"):
             if previews.get(side) and (source or any(t in plain(previews[side]) for t in texts)):
                 previews[side] = FORGOTTEN

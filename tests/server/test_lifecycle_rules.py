@@ -25,6 +25,7 @@ from mcp_memory_server.text import Segmenter
 
 from .. import rawdb
 from ..calls import call
+from ..samplers import answering_with
 
 pytestmark = pytest.mark.anyio
 BACKENDS = ("sqlite", "postgresql")
@@ -96,6 +97,46 @@ async def test_forget_leaves_no_text_in_the_extraction_log(config: Config, segme
         for text in ("杭州", "Hangzhou", "Blue Bottle"):
             found = rawdb.rows(config, f"SELECT count(*) FROM {table} WHERE CAST({column} AS TEXT) LIKE '%{text}%'")
             assert found == [(0,)], (table, text, rawdb.rows(config, f"SELECT * FROM {table}"))
+
+
+@pytest.mark.parametrize(
+    ("message", "reworded", "words"),
+    [
+        (
+            "记住：我的车牌号是沪A·D12345，我家住在上海市徐汇区漕溪北路88号",
+            "用户的车牌号是沪A·D12345，家住上海市徐汇区漕溪北路88号",
+            ("D12345", "漕溪北路"),
+        ),
+        (
+            "Remember: my licence plate is KX19 ABC and I live at 42 Wren Lane, Bristol",
+            "My licence plate is KX19 ABC and I live at 42 Wren Lane in Bristol",
+            ("KX19", "Wren Lane"),
+        ),
+    ],
+)
+async def test_forget_takes_a_skipped_rewording_from_the_log(
+    config: Config, segmenter: Segmenter, message: str, reworded: str, words: tuple[str, ...]
+) -> None:
+    """The client's model rewords what the fast channel stored; the rewording is skipped as a
+    near-duplicate (not an exact repeat). Forgetting the memory takes the rewording too."""
+    deep = json.dumps({"memories": [{"content": reworded, "category": "fact", "importance": 0.8}]}, ensure_ascii=False)
+    server = build_server(config.with_changes(maintenance_minutes=0), segmenter)
+    async with Client(server, mode="legacy", sampling_callback=answering_with(deep)) as client:
+        run = await call(client, "extract", user_message=message, assistant_message="OK.", session_id="s1")
+        skipped = [i for i in run["items"] if i["channel"] == "deep"]
+        before = await _log_text(client)
+        assert [i["decision"] for i in skipped] == ["skip"] and all(w in before for w in words)
+        stored = [m["id"] for m in (await call(client, "list"))["items"]]
+        assert skipped[0]["id"] in stored, "the skip names the memory it repeats"
+        await call(client, "forget", ids=stored)
+        after = await _log_text(client)
+    for word in words:
+        assert word not in after, word
+        for column in ("input", "fast", "deep"):
+            found = rawdb.rows(
+                config, f"SELECT count(*) FROM extraction_log WHERE CAST({column} AS TEXT) LIKE '%{word}%'"
+            )
+            assert found == [(0,)], (column, word)
 
 
 async def test_forget_leaves_no_text_in_the_answers_kept_for_retries(config: Config, segmenter: Segmenter) -> None:
