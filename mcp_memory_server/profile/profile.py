@@ -49,6 +49,7 @@ __all__ = [
     "get_profile",
     "has_core",
     "manual_edits",
+    "marked_not_to_keep",
     "merge_manual",
     "peek",
     "store_model_answer",
@@ -208,6 +209,15 @@ def _meta(data: Mapping[str, Any], row: Stored, *, fresh: bool) -> dict[str, Any
         "synthesized_at": data.get("synthesized_at"),
         "stale": False if fresh else row.stale,
     }
+
+
+async def marked_not_to_keep(store: Store) -> list[str]:
+    """The low-value signals the user wrote by hand (edit_profile, the dashboard): topics they do not
+    want remembered, which the sieve honours in both channels (text/topics.py). Synthesised ones only
+    calibrate the deep channel's prompt."""
+    added = (await stored(store)).manual.get("added", {})
+    marks = added.get("low_value_signals", []) if isinstance(added, dict) else []
+    return [m for m in marks if isinstance(m, str)]
 
 
 async def peek(store: Store) -> Profile | None:

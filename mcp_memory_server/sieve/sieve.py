@@ -39,6 +39,7 @@ from ..store.extraction_log import ChannelReport, ExtractedItem, ValueParts
 from ..store.rows import parse_id, utcnow
 from ..text.redaction import describe
 from ..text.screening import PERSONAL_KINDS, screen_text
+from ..text.topics import MarkedTopics
 from .corrections import resolve_keys
 from .intents import COVER_SHARE, MATCH_SHARE, WITHHELD, Intents, contained, detect_intents
 from .signals import detect_signals, forced_instruction, is_small_talk, split_sentences
@@ -176,6 +177,7 @@ class Sieve:
         # 20,000-character message of preferences once wrote 919 memories in one call).
         most = self.service.config.limits.max_extract_items
         kept, over = signals[:most], len(signals) - most
+        marks = await self._marks()
         items = [
             await self._consider(
                 s.content,
@@ -188,6 +190,7 @@ class Sieve:
                 forced=s.forced,
                 deep=False,
                 key=s.key,
+                marks=marks,
             )
             for s in kept
         ]
@@ -289,8 +292,8 @@ class Sieve:
             except ValueError as exc:
                 failure = f"The model's answer was unusable: {exc}."
             else:
-                intents = detect_intents(prepared.user_message)
-                items = [await self._deep_item(raw, prepared, intents) for raw in raw_items]
+                intents, marks = detect_intents(prepared.user_message), await self._marks()
+                items = [await self._deep_item(raw, prepared, intents, marks) for raw in raw_items]
                 written = sum(1 for i in items if i.decision in ("store", "working"))
                 deep = ChannelReport(
                     outcome="extracted" if raw_items else "empty",
@@ -328,7 +331,13 @@ class Sieve:
             detail=" ".join(p for p in parts if p),
         )
 
-    async def _deep_item(self, raw: dict[str, Any], prepared: Prepared, intents: Intents) -> ExtractedItem:
+    async def _marks(self) -> MarkedTopics:
+        """The topics the user marked by hand as not worth remembering (the profile's low-value signals)."""
+        return MarkedTopics(await profiles.marked_not_to_keep(self.service.store))
+
+    async def _deep_item(
+        self, raw: dict[str, Any], prepared: Prepared, intents: Intents, marks: MarkedTopics
+    ) -> ExtractedItem:
         content = raw.get("content")
         category = raw.get("category", "fact")
         importance = raw.get("importance", 0.5)
@@ -387,6 +396,7 @@ class Sieve:
             forced=False,
             deep=True,
             exclude=prepared.note,
+            marks=marks,
         )
 
     # ---- scoring and writing one item -----------------------------------------------------------
@@ -405,6 +415,7 @@ class Sieve:
         deep: bool,
         exclude: str | None = None,
         key: str | None = None,
+        marks: MarkedTopics | None = None,
     ) -> ExtractedItem:
         personal = self.service.config.limits.personal_numbers
         screened = screen_text(content, personal)
@@ -430,6 +441,14 @@ class Sieve:
         secrets = [k for k in screened.withheld if k not in PERSONAL_KINDS]
         if secrets or (personal == "refuse" and screened.personal):
             return item("refused", describe(screened.withheld) + " Not stored.")
+        # A topic the user marked as not worth remembering is not kept, in the log either; their own
+        # explicit instruction (记住…, remember that…) still is.
+        mark = marks.covering(content) if marks and not forced else None
+        if mark is not None:
+            why = (
+                f"Not stored: the profile marks {validate.quoted(mark)} as not worth remembering (a low-value signal)."
+            )
+            return item("skip", why, text=WITHHELD)
         # This run's own note is the exchange itself: against it, every item of the model would be old news.
         existing = await self._similar(content, exclude)
         try:  # one item the model got wrong (an unknown source, say) is refused, not the whole run
