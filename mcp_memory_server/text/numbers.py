@@ -15,6 +15,9 @@ Personal numbers, what counts and why:
   digits, grouped or not, +86 allowed) and international numbers written with + (E.164, 8-15
   digits). A bare eleven-digit number is as often an order number or a QQ number; service and
   landline numbers (400-820-8820) are published for anyone to call.
+- Amounts of one's own money (seed 001: financial information is sensitive): an amount after a word
+  for pay or savings (月薪三万五, 存款有50万, "my salary is $120k"), or after one for income, a balance
+  or a debt said of oneself (我的收入, my mortgage). A price, a budget or a company's revenue is not one.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import re
 from .lazy_pattern import lazy
 
 __all__ = [
+    "AMOUNT",
     "CARD",
     "NATIONAL_ID",
     "PERSONAL_KINDS",
@@ -35,8 +39,8 @@ __all__ = [
 ]
 
 Span = tuple[int, int]
-NATIONAL_ID, PHONE = "national ID", "phone number"
-PERSONAL_KINDS = frozenset({NATIONAL_ID, PHONE})
+NATIONAL_ID, PHONE, AMOUNT = "national ID", "phone number", "financial amount"
+PERSONAL_KINDS = frozenset({NATIONAL_ID, PHONE, AMOUNT})
 
 CARD = lazy(
     r"(?<![0-9A-Za-z_+\-./%])(?:[2-6]\d{12,18}"  # not after %28 in a URL
@@ -97,15 +101,79 @@ _PHONE_HINTS = ("phone", "mobile", "cell", "tel", "whatsapp", "手机", "电话"
 _DIGITS = lazy(r"\d{3}")
 
 
+# Pay and savings are one's own whoever says it; income, balances and debts when said of oneself.
+_PAY = (
+    r"月薪|年薪|周薪|时薪|日薪|工资|薪水|薪资|薪酬|底薪|税前|税后|年终奖|奖金|存款|积蓄|存了|"
+    r"(?i:(?<![A-Za-z])(?:salary|salaries|paycheck|wages?|savings|net[ \t]worth|bonus|take[ \t]home)(?![A-Za-z]))"
+)
+_OWN = (
+    r"(?:我|我们|我家|我的|我们的|家里)(?:的|现在的?|目前的?|每月的?|每个月的?|一年的?|税后|税前)?"
+    r"(?:收入|余额|资产|负债|房贷|车贷|贷款|欠款|身家|月收入|年收入)|"
+    r"(?i:(?<![A-Za-z])(?:my|our)[ \t]+(?:(?:monthly|annual|yearly|current|total|bank|household)[ \t]+)?"
+    r"(?:income|balance|debts?|mortgage|loans?)(?![A-Za-z]))"
+)
+_CN_NUMBER = r"[一二三四五六七八九十两]{1,4}(?:[百千万亿][一二三四五六七八九十两]{0,4}){1,3}"
+_FIGURE = r"\d{1,12}(?:,\d{3}){0,4}(?:\.\d{1,2})?"
+_UNIT = r"(?:万|千|百万|亿|[kKwWmM](?![A-Za-z]))"
+_CURRENCY = r"(?:元|块钱?|人民币|美元|美金|刀|(?i:dollars?|usd|rmb|cny|eur|euros?|pounds?|gbp)(?![A-Za-z]))"
+_AMOUNT = lazy(
+    rf"(?:{_PAY}|{_OWN})[^\d\n。；;.!?！？]{{0,14}}?"
+    rf"(?P<v>(?P<sign>[¥$￥€£][ \t]?)?(?:{_FIGURE}[ \t]?(?P<unit>{_UNIT})?|{_CN_NUMBER})[ \t]?(?P<cur>{_CURRENCY})?)"
+)
+_AMOUNT_HINTS = (
+    "薪",
+    "工资",
+    "税",
+    "奖",
+    "存",
+    "积蓄",
+    "收入",
+    "余额",
+    "资产",
+    "负债",
+    "贷",
+    "欠款",
+    "身家",
+    "salar",
+    "pay",
+    "wage",
+    "saving",
+    "worth",
+    "bonus",
+    "home",
+    "income",
+    "balance",
+    "debt",
+    "mortgage",
+    "loan",
+)
+
+
+def _amounts(text: str) -> list[tuple[str, int, int]]:
+    """(AMOUNT, start, end) of each amount of the user's own money: a figure with a currency, a unit
+    or three digits, or a Chinese number with 百, 千, 万 or 亿 (月薪三万五)."""
+    lowered = text.lower()
+    if not any(hint in lowered for hint in _AMOUNT_HINTS):
+        return []
+    found = []
+    for m in _AMOUNT.finditer(text):
+        value = m.group("v").rstrip(" \t")
+        digits = sum(c.isdigit() for c in value)
+        if m.group("sign") or m.group("unit") or m.group("cur") or digits >= 3 or not digits:
+            found.append((AMOUNT, m.start("v"), m.start("v") + len(value)))
+    return found
+
+
 def _resident_id(digits: str) -> bool:
     total = sum(int(c) * w for c, w in zip(digits, _ID_WEIGHTS, strict=False))
     return _ID_CHECK[total % 11] == digits[17].upper()
 
 
 def personal_numbers(text: str) -> list[tuple[str, int, int]]:
-    """(kind, start, end) of every national ID and phone number in `text`, in no particular order."""
-    found: list[tuple[str, int, int]] = []
-    if _DIGITS.search(text) is None:  # every number here has three digits in a row somewhere
+    """(kind, start, end) of every national ID and phone number and every amount of one's own money in
+    `text`, in no particular order."""
+    found = _amounts(text)  # 月薪三万五: an amount need not have a digit
+    if _DIGITS.search(text) is None:  # every other number here has three digits in a row somewhere
         return found
     for m in _RESIDENT_ID.finditer(text):
         if _resident_id(m.group()):

@@ -2,20 +2,21 @@
 
 Rules run in priority order and the first to claim a span keeps it, so `password: sk-proj-...` is
 reported as an OpenAI key. Shapes are secrets wherever they appear: provider key prefixes, PEM
-private key blocks, JWTs, Luhn-valid card numbers, `user:password@` in URLs, Authorization headers.
+private key blocks, JWTs, Luhn-valid card numbers, IBANs, `user:password@` in URLs, Authorization
+headers; a card or account number named as such (银行卡号, account number) whatever its checksum.
 Statements name a secret and give its value (密码是 hunter2, `pwd=...`, `api_key: ...`): only the
 value is withheld, and only when it looks like one, because ordinary memories talk about passwords
 and tokens all the time (我忘记密码了, `def login(user, password):`, `password = input()`). In
 English prose "my password is X" (pw, passcode, PIN) gives X when X has a digit, a symbol or an inner
-capital, or is one lower-case word of six letters or more that does not describe the password
-(text/value_words.py: "correcthorsebattery" is one, "weak", "expired" and "written" are not).
+capital, or is one lower-case word of four letters or more that does not describe the password
+(text/value_words.py: "tiger" and "correcthorsebattery" are one, "weak", "expired" and "there" are not).
 
 Not withheld here, as they are not credentials: Stripe publishable keys, Twilio Account SIDs,
 e-mail addresses, order numbers, one-time codes. National ID and phone numbers (personal data) are
 found by text/numbers.py and masked, refused or kept by text/screening.py as
 `MCP_MEMORY_PERSONAL_NUMBERS` says; so are obfuscated secrets, by running this detector over the
-views of text/obfuscation.py. Still missed: a lower-case English password of five letters or fewer
-("my password is tiger") and a key split across two memories.
+views of text/obfuscation.py. Still missed: a lower-case English password of three letters or fewer
+("my password is cat") and a key split across two memories.
 """
 
 from __future__ import annotations
@@ -246,14 +247,15 @@ _GIVING = lazy(r"(?i:is|was|been|set|changed|updated)\b")  # "password to alice"
 
 
 def _passphrase_word(m: re.Match[str], value: str, end: int) -> bool:
-    """ "my password is correcthorsebattery": one lower-case word of six letters or more that ends
-    the clause and is not a description of the password (weak, expired, too long ...)."""
+    """ "my password is tiger", "my password is correcthorsebattery": one lower-case word of four
+    letters or more that ends the clause and is not a description of the password (weak, expired,
+    there ...)."""
     word = value.rstrip("!?")
     return (
         word.isascii()
         and word.isalpha()
         and word.islower()
-        and len(word) >= 6
+        and len(word) >= 4
         and word not in DESCRIPTIONS
         and word not in NOT_A_VALUE
         and (len(word) > 14 or not word.endswith(_DESCRIPTION_ENDINGS))  # three words run together: a passphrase
@@ -383,6 +385,48 @@ def _url_password(m: re.Match[str]) -> Span | None:
     return None if _is_code_or_placeholder(m.group("v")) else m.span("v")
 
 
+# Bank card and account numbers named as such (银行卡号 6222 0200 0000 0000 001, "account number
+# 12345678", IBAN ...): withheld whatever their checksum, which only an unlabelled card number needs.
+# A bare 卡号 right after another word is a membership, transit or library card (会员卡号).
+_ACCOUNT_LABEL = (
+    r"(?:银行|储蓄|信用|借记|工资)卡(?:卡号|号码?)?|(?<![\u4e00-\u9fff])卡号|(?<=[我的是])卡号|"
+    r"(?:银行|开户|收款|对公|汇款|转账)(?:账|帐)(?:号|户)(?:号码?)?|(?:账|帐)户号码?|存折(?:号码?)?|"
+    r"(?i:(?<![A-Za-z])(?:(?:bank|debit|credit|savings|checking)[ \t]+)?(?:card|account|acct)[ \t]*"
+    r"(?:number|no\.?|num|#)|(?<![A-Za-z])(?:iban|routing[ \t]+number|sort[ \t]+code|bsb)(?![A-Za-z]))"
+)
+_ACCOUNT = (
+    rf"(?:{_ACCOUNT_LABEL})[^\dA-Z\n]{{0,10}}"
+    r"(?P<v>[A-Z]{2}\d{2}(?:[ \-]?[A-Z0-9]{4}){2,7}(?:[ \-]?[A-Z0-9]{1,3})?|\d{2,34}(?:[ \-]\d{2,8}){0,6})"
+    r"(?![0-9A-Za-z])"
+)
+_IBAN = r"(?<![A-Za-z0-9])(?P<v>[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){3,7}(?: ?[A-Z0-9]{1,3})?)(?![A-Za-z0-9])"
+
+
+def _account(m: re.Match[str]) -> Span | None:
+    """A labelled account number: six digits or more (an IBAN by its shape)."""
+    value = m.group("v")
+    return m.span("v") if value[:1].isalpha() or sum(c.isdigit() for c in value) >= 6 else None
+
+
+# The countries that issue IBANs (ISO 13616's registry): a parcel number such as SF2682… is not one.
+_IBAN_COUNTRY_CODES = (
+    "AD AE AL AT AZ BA BE BG BH BI BR BY CH CR CY CZ DE DJ DK DO EE EG ES FI FK FO FR GB GE GI GL GR GT HR HU IE "
+    "IL IQ IS IT JO KW KZ LB LC LI LT LU LV LY MC MD ME MK MN MR MT MU NI NL NO OM PK PL PS PT QA RO RS RU SA SC "
+    "SD SE SI SK SM SO ST SV TL TN TR UA VA VG XK YE"
+)
+_IBAN_COUNTRIES = frozenset(_IBAN_COUNTRY_CODES.split())
+
+
+def _iban(m: re.Match[str]) -> Span | None:
+    """An IBAN by its country and check digits (ISO 13616: mod 97 of the rearranged number is 1)."""
+    compact = m.group("v").replace(" ", "")
+    if compact[:2] not in _IBAN_COUNTRIES:
+        return None
+    rearranged = compact[4:] + compact[:4]
+    number = "".join(str(int(c, 36)) for c in rearranged)
+    return m.span("v") if 15 <= len(compact) <= 34 and int(number) % 97 == 1 else None
+
+
 _AUTHORIZATION = r"(?i:authorization)[\"']?[ \t]*[:=][ \t]*[\"']?"
 _BASIC = _AUTHORIZATION + r"(?i:basic)[ \t]+(?P<v>[A-Za-z0-9+/]{8,}={0,2})"
 _BEARER = rf"(?:(?<![A-Za-z0-9])(?i:bearer)|{_AUTHORIZATION}(?i:token))[ \t]+(?P<v>[A-Za-z0-9\-._~+/]{{16,}}=*)"
@@ -392,6 +436,13 @@ _SHAPES = [
     _Rule("bearer token", lazy(_BEARER), _random_value, ("bearer", "authorization")),
     _Rule("connection string password", lazy(_URL_PASSWORD), _url_password, ("://",)),
     _Rule("card number", CARD, card),
+    _Rule(
+        "account number",
+        lazy(_ACCOUNT),
+        _account,
+        ("卡", "账", "帐", "存折", "card", "account", "acct", "iban", "routing", "sort", "bsb"),
+    ),
+    _Rule("account number", lazy(_IBAN), _iban),
 ]
 
 # Priority: unambiguous shapes first, so a key written after a label keeps its provider's name.
@@ -451,5 +502,5 @@ def describe(withheld: Sequence[str]) -> str:
     noun = "item" if len(withheld) == 1 else "items"
     return (
         f"Withheld {len(withheld)} {noun} ({kinds}): memories never store credentials, and personal ID and "
-        "phone numbers are masked (MCP_MEMORY_PERSONAL_NUMBERS)."
+        "phone numbers and amounts of one's own money are masked (MCP_MEMORY_PERSONAL_NUMBERS)."
     )

@@ -14,15 +14,21 @@ plaintext hash aes rsa base64
 """
 NOT_A_VALUE = frozenset(_NOT_VALUES.split())
 
-# What "my password is ..." says when it describes the password rather than gives it. Words shorter
-# than six letters are never taken as a password in English prose ("my password is cat" is rare,
-# "the password is there" is not); nor are participles, adverbs and the like, by their endings.
+# What "my password is ..." says when it describes the password rather than gives it. A word of three
+# letters or fewer is never taken as a password in English prose ("the password is new"), nor the short
+# words below ("the password is there", "my password is long"), nor participles, adverbs and the like,
+# by their endings; "my password is tiger" is a password stated as such.
 _DESCRIPTION_WORDS = """
     secure insecure simple complex complicated obvious unique private secret personal default random common
     stronger longer shorter weaker better worse easier harder simpler safer longest shortest strongest weakest
     necessary mandatory temporary ordinary memorable terrible horrible something anything nothing everything
     somewhere anywhere nowhere elsewhere written printed taped hidden stolen forgotten mistyped changed reset
     unknown useless pointless endless public identical similar familiar unclear
+    there here where long short weak good easy hard safe fine okay same cool great nice gone lost wrong
+    right valid what that this these those mine ours yours theirs also still just very quite super such
+    case fixed known shared saved empty blank basic fake dummy test above below later again taken ready
+    stale clear plain funny silly crazy dumb lame stupid awful broken locked unsafe solid tough strong
+    legit fancy cheap messy weird
 """
 DESCRIPTIONS = frozenset(_DESCRIPTION_WORDS.split())
 
