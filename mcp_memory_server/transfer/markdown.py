@@ -19,13 +19,15 @@ text would lose a line edited in place. Headings are Chinese or English by confi
 picks Chinese when at least half the memories shown contain Chinese. A done todo is one whose text
 starts with ✅ (seed 001's `✅ 已提醒主人准备面试（2026-02-14）`).
 
-Capacity (`truncate`): a rendering of at most `limit` characters is left as it is. A longer one
-keeps the longest run of whole lines from its start that fits in floor(7 * limit / 10)
-characters and the longest run of whole lines from its end that fits in floor(limit / 5). Between
-them go a marker (a comment counting the characters left out and a sentence saying that
-consolidation is due) and, when the heading of the section the kept end starts in was left out,
-that heading again, so the file still reads back into the right sections. The limit is soft: the
-marker is not counted.
+Capacity (`fit`): a rendering of at most `limit` characters is shown whole. A longer one keeps whole
+lines, chosen by section and date rather than by position, until the rendering reaches 9/10 of the
+limit (the seed's 70 % head and 20 % tail): first the open todos, newest first (commitments are what
+the view is for); then the other sections in turn, one line of each at a time, each newest first
+(the newest event, the newest preference, the newest note, then the next of each); done todos last.
+A line that does not fit is passed over for the next. Every section keeps its heading and the kept
+lines keep their order (oldest first), so the file reads back into the right sections. Under the
+title, a marker counts the characters and lines left out, per section, and says that
+consolidation is due. The limit is soft: the marker is not counted.
 
 Near the cap (from HINT_NUMERATOR / HINT_DENOMINATOR of the limit) an untruncated rendering gets a
 hint under its title asking the assistant to consolidate (a truncated one has the marker's
@@ -65,6 +67,7 @@ __all__ = [
     "Section",
     "check_markdown",
     "entries",
+    "fit",
     "import_markdown",
     "language",
     "markdown_edits_into",
@@ -77,7 +80,6 @@ __all__ = [
     "shown_line",
     "shown_runs",
     "store_markdown",
-    "truncate",
 ]
 
 Language = Literal["zh", "en"]
@@ -175,14 +177,17 @@ def language(contents: Iterable[str], setting: str) -> Language:
     return "zh" if total and 2 * chinese >= total else "en"
 
 
+def _line(entry: Entry, lang: Language) -> str:
+    text = " ".join(entry.content.split()).replace("<!--", _OPEN_COMMENT)  # shown as written, read back
+    ref = "" if entry.number is None else f" <!-- mem_{entry.number} -->"
+    return f"- {entry.day}{_SEPARATOR[lang]}{text}{ref}"
+
+
 def render_full(lines: Iterable[Entry], lang: Language) -> str:
     """The whole rendering of `lines` (in the order given within each section), untruncated."""
     shown: dict[str, list[str]] = {s.name: [] for s in SECTIONS}
-    separator = _SEPARATOR[lang]
     for entry in lines:
-        text = " ".join(entry.content.split()).replace("<!--", _OPEN_COMMENT)  # shown as written, read back
-        ref = "" if entry.number is None else f" <!-- mem_{entry.number} -->"
-        shown[section_of(entry.category).name].append(f"- {entry.day}{separator}{text}{ref}")
+        shown[section_of(entry.category).name].append(_line(entry, lang))
     parts = [_TITLE[lang], ""]
     for section in SECTIONS:
         parts += [f"## {section.heading(lang)}", "", *(shown[section.name] or [_EMPTY[lang]]), ""]
@@ -203,14 +208,22 @@ _HOW = {
 }
 
 
-def _marker(omitted: int, limit: int, lang: Language) -> str:
+def _marker(omitted: int, left: Sequence[Entry], limit: int, lang: Language) -> str:
+    """The comment counting what a cut rendering leaves out (characters, and lines per section) and
+    the sentence saying that consolidation is due."""
+    counts = {s.name: 0 for s in SECTIONS}
+    for entry in left:
+        counts[section_of(entry.category).name] += 1
+    parts = [(s.heading(lang), counts[s.name]) for s in SECTIONS if counts[s.name]]
     if lang == "zh":
+        where = "，".join(f"{name} {n} 条" for name, n in parts)
         return (
-            f"<!-- … 省略了 {omitted:,} 个字符 … -->\n"
+            f"<!-- … 省略了 {omitted:,} 个字符（{where}）… -->\n"
             f"> ⚠️ 记忆已超过 {limit:,} 字符的上限，需要整理：{_ADVICE['zh']}。\n"
         )
+    where = ", ".join(f"{name}: {n} {'line' if n == 1 else 'lines'}" for name, n in parts)
     return (
-        f"<!-- … {omitted:,} characters omitted … -->\n"
+        f"<!-- … {omitted:,} characters omitted ({where}) … -->\n"
         f"> ⚠️ Memory is over its {limit:,}-character limit: consolidation is due ({_ADVICE['en']}).\n"
     )
 
@@ -231,38 +244,63 @@ def _hint(used: int, limit: int, lang: Language) -> str:
     )
 
 
-def _fitting(lines: Iterable[str], budget: int) -> int:
-    """How many of `lines`, taken in order, fit together in `budget` characters."""
-    used = count = 0
-    for line in lines:
-        used += len(line)
-        if used > budget:
-            break
-        count += 1
-    return count
+# Over the limit, the kept lines fill this share of it (the seed keeps 70 % of the head and 20 % of
+# the tail: 90 % in all), leaving room for the memories written before the next consolidation.
+_KEPT_NUMERATOR, _KEPT_DENOMINATOR = 9, 10
 
 
-def truncate(text: str, limit: int, lang: Language) -> str:
-    """`text` itself when it has at most `limit` characters; otherwise its first whole lines within
-    7/10 of the limit, the marker, and its last whole lines within 1/5 of it (see the module)."""
-    if len(text) <= limit:
-        return text
-    lines = text.splitlines(keepends=True)
-    head = _fitting(lines, limit * 7 // 10)
-    end = len(lines) - _fitting(reversed(lines[head:]), limit // 5)
-    left_out, tail = lines[head:end], lines[end:]
-    heading: list[str] = []
-    if not next((line for line in tail if line.strip()), "## ").startswith("## "):
-        heading = [line for line in left_out if line.startswith("## ")][-1:]
-    marker = _marker(sum(map(len, left_out)), limit, lang)
-    return "".join(lines[:head]) + marker + "".join(heading) + "".join(tail)
+def _done(entry: Entry) -> bool:
+    return entry.content.lstrip().startswith("✅")
+
+
+def _newest_first(entries: Iterable[tuple[int, Entry]]) -> list[tuple[int, Entry]]:
+    return sorted(entries, key=lambda pair: (pair[1].day, pair[0]), reverse=True)
+
+
+def _priority(lines: Sequence[Entry]) -> list[int]:
+    """The positions of `lines` in the order `fit` keeps them: open todos newest first; then one line
+    of each other section in turn, each newest first; then done todos newest first."""
+    by_section: dict[str, list[tuple[int, Entry]]] = {s.name: [] for s in SECTIONS}
+    for i, entry in enumerate(lines):
+        by_section[section_of(entry.category).name].append((i, entry))
+    todos = by_section.pop("todos")
+    open_todos = _newest_first(p for p in todos if not _done(p[1]))
+    done_todos = _newest_first(p for p in todos if _done(p[1]))
+    queues = [_newest_first(q) for q in by_section.values()]
+    turns = [q[depth][0] for depth in range(max(map(len, queues), default=0)) for q in queues if depth < len(q)]
+    return [i for i, _ in open_todos] + turns + [i for i, _ in done_todos]
+
+
+def fit(lines: Sequence[Entry], limit: int, lang: Language) -> str:
+    """The rendering of `lines` when it has at most `limit` characters; otherwise the rendering of
+    the lines `_priority` keeps within 9/10 of the limit, with the marker under its title."""
+    whole = render_full(lines, lang)
+    if len(whole) <= limit:
+        return whole
+    budget = limit * _KEPT_NUMERATOR // _KEPT_DENOMINATOR
+    used = len(render_full([], lang))
+    placeholder = len(_EMPTY[lang]) + 1
+    filled: set[str] = set()
+    kept: set[int] = set()
+    for i in _priority(lines):
+        section = section_of(lines[i].category).name
+        cost = len(_line(lines[i], lang)) + 1 - (placeholder if section not in filled else 0)
+        if used + cost <= budget:
+            used += cost
+            kept.add(i)
+            filled.add(section)
+    shown = [entry for i, entry in enumerate(lines) if i in kept]
+    left = [entry for i, entry in enumerate(lines) if i not in kept]
+    text = render_full(shown, lang)
+    title, rest = text.split("\n", 1)
+    return f"{title}\n\n{_marker(len(whole) - len(text), left, limit, lang)}{rest}"
 
 
 def _render(lines: Sequence[Entry], config: Config, full: bool) -> str:
     lang = language((e.content for e in lines), config.markdown.language)
     whole = render_full(lines, lang)
     limit = config.markdown.limit
-    text = whole if full else truncate(whole, limit, lang)
+    text = whole if full or len(whole) <= limit else fit(lines, limit, lang)
     if text is whole and len(whole) * HINT_DENOMINATOR >= limit * HINT_NUMERATOR:
         title, rest = whole.split("\n", 1)  # the hint goes first, where it is read first
         text = f"{title}\n\n{_hint(len(whole), limit, lang)}{rest}"

@@ -204,3 +204,40 @@ async def test_edits_mode_is_for_markdown_only(config: Config, segmenter: Segmen
         assert refused.is_error and "mode edits is for a MEMORY.md file" in refused.content[0].text  # type: ignore[union-attr]
         wrong = await client.call_tool("import_memories", {"data": "- x", "mode": "replace"})
         assert wrong.is_error
+
+
+@pytest.mark.parametrize(
+    ("event", "preference", "note", "todo"),
+    [
+        (
+            "第 {i} 次项目评审通过了",
+            "第 {i} 个偏好：喜欢简洁的回答",
+            "第 {i} 条笔记：花园里种了番茄",
+            "周五下午三点去医院复查",
+        ),
+        (
+            "Project review number {i} passed",
+            "Preference number {i}: short answers",
+            "Note number {i}: tomatoes in the garden",
+            "Hospital check-up on Friday at 3 pm",
+        ),
+    ],
+)
+async def test_over_the_limit_the_open_todo_of_today_stays_in_view(
+    config: Config, segmenter: Segmenter, event: str, preference: str, note: str, todo: str
+) -> None:
+    """Older events and preferences before it, notes after it: cut by position, the todo section in
+    the middle went whole. Cut by section and date, today's commitment is the first line kept."""
+    async with _server(config, segmenter, markdown_limit=1500) as client:
+        for i in range(15):
+            await call(client, "remember", content=event.format(i=i), category="event")
+            await call(client, "remember", content=preference.format(i=i), category="preference")
+        done = await call(client, "remember", content="✅ 续签护照 / renew the passport", category="todo")
+        due = await call(client, "remember", content=todo, category="todo")
+        for i in range(15):
+            await call(client, "remember", content=note.format(i=i), category="note")
+        text = await _markdown(client)
+    assert "省略" in text or "omitted" in text
+    assert f"<!-- {due['id']} -->" in text and f"<!-- {done['id']} -->" not in text
+    for kind in (event, preference, note):  # every section keeps its newest line
+        assert kind.format(i=14) in text and kind.format(i=0) not in text

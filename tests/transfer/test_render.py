@@ -20,13 +20,13 @@ from mcp_memory_server.store import Store
 from mcp_memory_server.text import Segmenter
 from mcp_memory_server.transfer.markdown import (
     Entry,
+    fit,
     import_markdown,
     language,
     parse_markdown,
     render,
     render_full,
     render_store,
-    truncate,
 )
 
 pytestmark = pytest.mark.anyio
@@ -45,11 +45,10 @@ async def _fill(service: MemoryService) -> None:
     await service.remember(content="主人是一名后端工程师", category="profile", now=DAY1)
 
 
-def _cut(text: str) -> tuple[str, int, str]:
-    """(kept start, characters said to be left out, kept end) of a truncated rendering."""
-    head, _, rest = text.partition("<!-- … ")
-    omitted = int(re.findall(r"[\d,]+", rest.split("\n", 1)[0])[0].replace(",", ""))
-    return head, omitted, rest.split("\n", 2)[2]
+def _omitted(text: str) -> int:
+    """The characters a cut rendering says it left out."""
+    _, _, rest = text.partition("<!-- … ")
+    return int(re.findall(r"[\d,]+", rest.split("\n", 1)[0])[0].replace(",", ""))
 
 
 def _plain(text: str) -> str:
@@ -160,68 +159,73 @@ async def test_whitespace_is_folded_so_one_memory_is_one_line(service: MemorySer
 
 # ---- truncation -------------------------------------------------------------------------------
 
-LINES = [f"{chr(97 + i % 26)}{i % 10}\n" for i in range(100)]  # 3 characters each
-TEXT = "".join(LINES)  # 300
+
+def _numbered(lines: list[Entry]) -> list[Entry]:
+    return [Entry(e.category, e.content, e.day, n) for n, e in enumerate(lines, start=1)]
+
+
+MANY = _numbered(
+    [Entry("event", f"event number {i:02d} of the project", f"2026-01-{i + 1:02d}") for i in range(25)]
+    + [Entry("preference", f"preference number {i:02d} about tools", f"2026-01-{i + 1:02d}") for i in range(25)]
+    + [Entry("todo", "✅ renew the passport (2026-01-03)", "2026-01-02")]
+    + [Entry("note", f"note number {i:02d} about the garden", f"2026-01-{i + 1:02d}") for i in range(25)]
+    + [Entry("todo", "Hospital check-up on Friday at 3 pm", "2026-01-28")]
+)
 
 
 @pytest.mark.parametrize("lang", ["zh", "en"])
 def test_a_rendering_at_the_limit_is_untouched_and_one_over_is_cut(lang: str) -> None:
-    assert truncate(TEXT, 300, lang) == TEXT  # type: ignore[arg-type]
-    assert truncate(TEXT, 10_000, lang) == TEXT  # type: ignore[arg-type]
-    cut = truncate(TEXT, 299, lang)  # type: ignore[arg-type]
-    head, omitted, tail = _cut(cut)
-    # 7/10 of 299 is 209.3: 69 whole lines (207 characters); 1/5 is 59.8: 19 lines (57).
-    assert (head, tail, omitted) == ("".join(LINES[:69]), "".join(LINES[-19:]), 300 - 207 - 57)
+    whole = render_full(MANY, lang)  # type: ignore[arg-type]
+    assert fit(MANY, len(whole), lang) == whole  # type: ignore[arg-type]
+    cut = fit(MANY, len(whole) - 1, lang)  # type: ignore[arg-type]
     assert ("需要整理" if lang == "zh" else "consolidation is due") in cut
-    assert ("省略了 36 个字符" if lang == "zh" else "36 characters omitted") in cut
+    body = cut.replace(cut.split("\n")[2] + "\n" + cut.split("\n")[3] + "\n\n", "")  # without the marker
+    assert len(body) <= (len(whole) - 1) * 9 // 10 and _omitted(cut) == len(whole) - len(body)
 
 
-@pytest.mark.parametrize(
-    ("limit", "head_lines", "tail_lines"),
-    [
-        (90, 21, 6),  # 7/10 of 90 is 63 exactly (as floating point, 62.99...): 21 lines of 3
-        (170, 39, 11),  # 119 and 34
-        (5, 1, 0),  # 3 and 1
-        (2, 0, 0),
-        (1, 0, 0),
-    ],
-)
-def test_the_head_and_tail_budgets_are_exact(limit: int, head_lines: int, tail_lines: int) -> None:
-    head, omitted, tail = _cut(truncate(TEXT, limit, "en"))
-    assert head == "".join(LINES[:head_lines])
-    assert tail == "".join(LINES[len(LINES) - tail_lines :])
-    assert omitted == 300 - 3 * (head_lines + tail_lines)
+@pytest.mark.parametrize("limit", [900, 1500, 2500])
+def test_open_todos_come_first_then_the_newest_line_of_each_section(limit: int) -> None:
+    cut = fit(MANY, limit, "en")
+    parsed = parse_markdown(cut)
+    kept = [p.content for p in parsed]
+    assert "Hospital check-up on Friday at 3 pm" in kept  # the open todo, written last
+    for word, category in (("event", "event"), ("preference", "preference"), ("note", "note")):
+        mine = [k for k in kept if k.startswith(word)]
+        # Each section keeps its newest lines, in their order, under its own heading.
+        assert mine and mine == sorted(mine) and mine[-1].startswith(f"{word} number 24"), mine
+        assert {p.category for p in parsed if p.content.startswith(word)} == {category}
+    counts = [len([k for k in kept if k.startswith(w)]) for w in ("event", "preference", "note")]
+    assert max(counts) - min(counts) <= 1, counts  # one of each in turn
+    assert ("renew the passport" in cut) is (limit >= 2500 and len(kept) == len(MANY))
 
 
-def test_a_tiny_limit_leaves_only_the_marker() -> None:
-    assert truncate(TEXT, 1, "en") == (
-        "<!-- … 300 characters omitted … -->\n"
-        "> ⚠️ Memory is over its 1-character limit: consolidation is due (merge duplicates, remove done (✅) "
-        "todos and past events first, summarise).\n"
-    )
-    assert truncate("", 1, "zh") == "" and truncate("x", 1, "zh") == "x"
+def test_done_todos_go_first_then_the_oldest_lines() -> None:
+    whole = render_full(MANY, "en")
+    cut = fit(MANY, len(whole) - 1, "en")  # over by one: a tenth of the limit is freed
+    kept = {p.content for p in parse_markdown(cut)}
+    assert "✅ renew the passport (2026-01-03)" not in kept and "Hospital check-up on Friday at 3 pm" in kept
+    left = [e.content for e in MANY if e.content not in kept]
+    assert "Todos and commitments: 1 line," in cut and left[0].startswith("event number 00")
+    for word in ("event", "preference", "note"):  # each section gives up its oldest lines
+        mine = [e.content for e in MANY if e.content.startswith(word)]
+        gone = [c for c in mine if c not in kept]
+        assert gone == mine[: len(gone)], gone
+
+
+def test_a_tiny_limit_leaves_the_headings_and_the_marker() -> None:
+    cut = fit(MANY, 1, "en")
+    assert parse_markdown(cut) == [] and cut.count("## ") == 4
+    assert "Memory is over its 1-character limit: consolidation is due" in cut
+    assert "(Important events: 25 lines, Preferences and habits: 25 lines, Todos and commitments: 2 lines" in cut
 
 
 def test_a_line_is_never_split() -> None:
-    text = "x" * 800 + "\n" + "short\n" + "y" * 300 + "\n"
-    head, omitted, tail = _cut(truncate(text, 1000, "en"))
-    assert (head, tail, omitted) == ("", "", 1108)  # "short" would fit the tail, but it is not the end
-
-
-def test_the_kept_end_gets_its_section_heading_back() -> None:
-    lines = [Entry("event", f"event number {i:02d}", "2026-01-01") for i in range(40)]
-    lines += [Entry("note", f"note number {i:02d}", "2026-02-01") for i in range(20)]
-    full = render_full(lines, "en")
-    cut = truncate(full, 1000, "en")
-    head, _, rest = cut.partition("<!--")
-    assert "## Notes" not in head and rest.count("## Notes\n") == 1
-    assert rest.split("\n")[2] == "## Notes"  # right after the marker
-    parsed = parse_markdown(cut)
-    assert {p.category for p in parsed if p.content.startswith("note")} == {"note"}
-    assert {p.category for p in parsed if p.content.startswith("event")} == {"event"}
-    # A kept end that holds its heading does not get it twice.
-    roomy = truncate(full, len(full) - 1, "en")
-    assert roomy.count("## Notes") == 1 and "## Important events" in roomy and "omitted" in roomy
+    lines = _numbered([Entry("note", "x" * 800, "2026-01-01"), Entry("note", "short", "2026-01-02")])
+    lines += _numbered([Entry("note", "y" * 300, "2026-01-03")])
+    cut = fit(lines, 1000, "en")
+    whole_lines = set(render_full(lines, "en").splitlines())
+    items = [line for line in cut.splitlines() if line.startswith("- ")]
+    assert items and all(line in whole_lines for line in items)
 
 
 async def test_the_soft_limit_is_configurable(service: MemoryService, config: Config) -> None:
