@@ -6,6 +6,11 @@ An operation names its memory by `key`. The original format's keys look like `me
 the memory with that exact id; an `add` whose key resolves to nothing creates a memory under that
 key slot, so a later operation with the same key finds it again. Counters and timestamps are the
 program's: fields such as `trigger_count` or `updated_at` are ignored, and the result says so.
+
+A `del` obeys the keep rules (memory/lifecycle.py), which are for what nobody asked: a memory
+stored minutes ago is `kept`. A `del` with `"asked": true` is the user's own request in the
+exchange (我刚才说错了，把芒果那条删掉): it applies whatever the rules, as an archive the user can
+`restore`.
 """
 
 from __future__ import annotations
@@ -29,7 +34,10 @@ from . import lifecycle, validate
 from .requests import request
 from .service import MemoryService, same_value
 
-__all__ = ["MANAGED_FIELDS", "ApplyChangesResult", "ChangeOp", "ChangeOutcome", "apply_changes"]
+__all__ = ["ASKED", "MANAGED_FIELDS", "ApplyChangesResult", "ChangeOp", "ChangeOutcome", "apply_changes"]
+
+# The archive's reason for a memory a model removed at the user's request ("asked": true).
+ASKED = "asked"
 
 # Program-managed fields, of the original format and ours: never taken from a model.
 MANAGED_FIELDS = frozenset(
@@ -62,9 +70,14 @@ class ChangeOp(BaseModel):
         description="For del, the memory's current one.",
     )
     payload: str | None = Field(default=None, description="add (required): the full new text.")
-    importance: float | None = Field(default=None, ge=1, le=10, description="add (required): 1-10.")
+    importance: int | None = Field(default=None, ge=1, le=10, strict=True, description="add (required): 1-10.")
     source: str | None = Field(default=None, max_length=20, description="add (required): user, assistant or both.")
     tags: list[str] = Field(default_factory=list, description="add: short labels.")
+    asked: bool = Field(
+        default=False,
+        strict=True,
+        description="del: the user asked for it (archived, not kept).",
+    )
 
     @model_validator(mode="after")
     def _complete(self) -> ChangeOp:
@@ -73,11 +86,13 @@ class ChangeOp(BaseModel):
             if missing:
                 raise ValueError(f"an add needs {', '.join(missing)}")
         elif self.payload is not None or self.importance is not None or self.source is not None or self.tags:
-            raise ValueError("a del takes only key, action and category")
+            raise ValueError("a del takes only key, action, category and asked")
+        if self.asked and self.action != "del":
+            raise ValueError("asked belongs to a del")
         return self
 
 
-ChangeAction = Literal["created", "updated", "merged", "unchanged", "deleted", "kept"]
+ChangeAction = Literal["created", "updated", "merged", "unchanged", "deleted", "archived", "kept"]
 
 
 class ChangeOutcome(Model):
@@ -205,7 +220,7 @@ async def apply_changes(
 def _result(outcomes: list[ChangeOutcome], ignored: set[str]) -> ApplyChangesResult:
     counts = {
         a: sum(o.action == a for o in outcomes)
-        for a in ("created", "updated", "merged", "unchanged", "deleted", "kept")
+        for a in ("created", "updated", "merged", "unchanged", "deleted", "archived", "kept")
     }
     summary = ", ".join(f"{n} {a}" for a, n in counts.items() if n) or "no operations"
     note = f" Ignored program-managed fields: {', '.join(sorted(ignored))}." if ignored else ""
@@ -242,8 +257,8 @@ def _protected(target: Memory, config: Config, now: datetime) -> str | None:
         "manual": "it was written by hand (source manual)",
     }[rule]
     return (
-        f"keep rule {rule!r}: {why}, so it is not deleted. To change it, add with its key; "
-        "the user can delete it with forget."
+        f"keep rule {rule!r}: {why}, so it is not deleted. To change it, add with its key; when the user "
+        'asked for the deletion, send the del with "asked": true (archived, restorable), or use forget.'
     )
 
 
@@ -258,11 +273,14 @@ async def _delete(
             f"op {position} (del {op.key}): the category given, {category!r}, is not the memory's "
             f"category {target.category!r}; check that this is the memory meant. Nothing was applied."
         )
+    seq = parse_id(target.id)
+    assert seq is not None
+    if op.asked:  # the user's own request, in the exchange: no keep rule stands, and restore brings it back
+        await archive.archive(tx, {seq: ASKED}, iso(now))
+        return ChangeOutcome(op=position, key=op.key, action="archived", id=target.id)
     reason = _protected(target, config, now)
     if reason is not None:  # the other operations still apply: a refused del is an answer, not an error
         return ChangeOutcome(op=position, key=op.key, action="kept", id=target.id, reason=reason)
-    seq = parse_id(target.id)
-    assert seq is not None
     await tx.delete([seq])
     return ChangeOutcome(op=position, key=op.key, action="deleted", id=target.id)
 

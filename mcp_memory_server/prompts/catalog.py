@@ -86,11 +86,13 @@ in "payload". For a new memory invent a key no stored memory has, such as "mem_n
 patterns; 7-8 common templates and workflows, important conventions; 5-6 ordinary information; \
 3-4 minor or temporary; 1-2 barely worth keeping). "source" is "user" (用户输入) or \
 "assistant" (AI输出). "tags" is a short list, optional.
-- {{"key", "action": "del", "category"}} deletes a stored memory; "category" must be its \
-current category. Delete only what the exchange shows is wrong, done or replaced, or, when \
-more than 50 memories are stored, memories accessed fewer than 2 times in 30 days or of \
-importance below 5 unused for 90 days, and the less important copy of a duplicate. Never \
-delete importance 8 or more, core preferences or coding style.
+- {{"key", "action": "del", "category"}} removes a stored memory; "category" must be its \
+current category. Delete only what the exchange shows is wrong, done or replaced, and the less \
+important copy of a duplicate. When the user asks in this exchange for a memory to be deleted \
+(把芒果那条删掉, "that's wrong, delete it"), add "asked": true: it is archived, so it can be \
+restored, even if it was stored minutes ago. Without "asked", the program keeps what its rules \
+protect (recent, important, often used and core memories) and says so; age and use counts are \
+its business, not yours.
 
 Rules: each payload is one self-contained statement in the user's language, with the names, \
 numbers and dates that make it useful. Do not store small talk, one-off requests or secrets. \

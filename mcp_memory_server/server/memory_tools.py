@@ -187,8 +187,8 @@ def add_memory_tools(server: MCPServer[Spaces], config: Config) -> None:
     @server.tool(
         name="apply_changes",
         description=(
-            "Apply add/del operations, all or none (e.g. the detect_memory_changes answer): add creates or "
-            "replaces the memory its key names, del deletes it if its category matches (a protected one is kept)."
+            "Apply add/del operations, all or none (the detect_memory_changes answer): add creates or replaces "
+            "what its key names; del removes it if its category matches (a protected one is kept unless asked)."
         ),
         annotations=ToolAnnotations(
             title="Apply memory changes", read_only_hint=False, destructive_hint=True, idempotent_hint=True

@@ -291,3 +291,54 @@ async def test_low_confidence_memories_are_archived(
     assert not {unsure_zh.id, unsure_en.id} & live
     reasons = rawdb.rows(config, "SELECT archive_reason FROM memory_archive ORDER BY number")
     assert reasons == [("cleanup: low_confidence",)] * 2
+
+
+@pytest.mark.parametrize(
+    ("wrong", "right", "query"),
+    [
+        ("我对芒果过敏", "我对菠萝过敏", "我对什么过敏"),
+        ("I am allergic to mangoes", "I am allergic to pineapple", "what am I allergic to"),
+    ],
+)
+async def test_a_deletion_the_user_asks_for_applies_to_a_memory_stored_minutes_ago(
+    config: Config, segmenter: Segmenter, wrong: str, right: str, query: str
+) -> None:
+    """我刚才说错了，我不是对芒果过敏，是对菠萝过敏，把芒果那条删掉: the model's del carries "asked" and
+    is archived, keep rule 'recent' or not; restore brings it back. Without "asked" it is still kept."""
+    async with Client(build_server(config.with_changes(maintenance_minutes=0), segmenter)) as client:
+        stored = await call(client, "remember", content=wrong, category="fact", importance=0.9)
+        prompt = await client.get_prompt(
+            "detect_memory_changes", {"user_input": "我刚才说错了，把芒果那条删掉", "ai_output": "好的。"}
+        )
+        assert '"asked": true' in prompt.messages[0].content.text  # type: ignore[union-attr]
+        plain = await call(client, "apply_changes", ops=[{"key": stored["id"], "action": "del", "category": "fact"}])
+        assert plain["applied"][0]["action"] == "kept" and '"asked": true' in plain["applied"][0]["reason"]
+        ops = [
+            {"key": stored["id"], "action": "del", "category": "fact", "asked": True},
+            {
+                "key": "mem_new_1",
+                "action": "add",
+                "category": "fact",
+                "payload": right,
+                "importance": 9,
+                "source": "user",
+            },
+        ]
+        result = await call(client, "apply_changes", ops=ops)
+        assert [o["action"] for o in result["applied"]] == ["archived", "created"], result
+        found = await call(client, "recall", query=query)
+        assert [h["content"] for h in found["hits"]] == [right], found
+        back = await call(client, "restore", ids=[stored["id"]])
+        assert back["restored"] == [stored["id"]]
+
+
+@pytest.mark.parametrize("importance", [7.5, "7", True])
+async def test_an_add_s_importance_is_an_integer_from_1_to_10(
+    config: Config, segmenter: Segmenter, importance: object
+) -> None:
+    op = {"key": "mem_new_1", "action": "add", "category": "fact", "payload": "用户喜欢喝茶", "source": "user"}
+    async with Client(build_server(config.with_changes(maintenance_minutes=0), segmenter)) as client:
+        result = await client.call_tool("apply_changes", {"ops": [op | {"importance": importance}]})
+        listed = await call(client, "list")
+    assert result.is_error and "importance" in str(result.content), result
+    assert listed["total"] == 0
