@@ -373,7 +373,7 @@ class CleanupCandidate(Model):
     access_count: int
     last_accessed: datetime
     rules: list[CleanupRule] = Field(
-        description="Every rule that selects it. unused: accessed fewer than 2 times and not for 30 days; "
+        description="Every rule that selects it. unused: never recalled and not used for 30 days; "
         "low_importance: importance below 0.5 and not accessed for 90 days; low_confidence: confidence below "
         "0.3 and not accessed for 30 days; duplicate: another memory of "
         "the same category has the same content and stays (defaults; thresholds are configurable)."

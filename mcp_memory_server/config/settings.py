@@ -278,7 +278,8 @@ class Lifecycle(Settings):
             "Cleanup archives unused and duplicate memories only when there are more memories than this.",
         ),
     ] = 50
-    # Rule "unused": accessed fewer than `cleanup_unused_accesses` times, not for this many days.
+    # Rule "unused": triggered fewer than `cleanup_unused_accesses` times (its creation the first, as in
+    # the seed: 2 is never recalled), not for this many days.
     cleanup_unused_days: Positive = 30.0
     cleanup_unused_accesses: Annotated[int, Field(ge=0)] = 2
     # Rule "low_importance": importance below `cleanup_low_importance`, not accessed for this long.

@@ -158,7 +158,9 @@ async def cleanup(
         rows = await archive.cleanup_rows(
             tx,
             unused_before=iso(now - timedelta(days=config.lifecycle.cleanup_unused_days)),
-            unused_accesses=config.lifecycle.cleanup_unused_accesses,
+            # The seed counts triggers from 1 at creation (trigger_count); access_count counts recalls
+            # from 0: fewer than 2 triggers is never recalled, so a memory recalled once stays.
+            unused_accesses=max(0, config.lifecycle.cleanup_unused_accesses - 1),
             stale_before=iso(now - timedelta(days=config.lifecycle.cleanup_stale_days)),
             low_importance=config.lifecycle.cleanup_low_importance,
             unsure_before=iso(now - timedelta(days=config.lifecycle.cleanup_unsure_days)),

@@ -201,6 +201,7 @@ async def test_archive_hides_a_memory_and_restore_brings_it_back_whole(service: 
     moved = await service.remember(content="用户的健身房搬到了滨江区", key="user.gym", now=NOW - 45 * DAY)
     assert moved.id == first.id and moved.action == "updated"
     memory_id = first.id
+    _set(config, memory_id, access_count=0)  # the update was a use: never used, for the unused rule
     await _fill(service, 50)
     assert memory_id in await _ids_seen(service, "健身房")
 
@@ -263,6 +264,7 @@ async def test_two_archived_memories_with_one_key_restore_one(service: MemorySer
 async def test_forget_purges_an_archived_memory(service: MemoryService, config: Config) -> None:
     gone = await _old(service, "用户的旧密码提示问题是小学名字", key="user.hint")
     await service.remember(content="用户的旧密码提示问题是宠物名字", key="user.hint", now=NOW - 40 * DAY)
+    _set(config, gone, access_count=0)  # the update was a use: never used, for the unused rule
     await _fill(service, 50)
     await lifecycle.cleanup(service.store, now=NOW, dry_run=False)
     assert _count(config, "memory_archive") == 1 and _count(config, "memory_history_archive") == 1

@@ -51,7 +51,7 @@ def _aged(config: Config, numbers: list[int]) -> None:
     rawdb.rows(
         config,
         f"UPDATE memories SET created_at = '{created}', updated_at = '{created}', last_accessed = '{used}',"
-        f" access_count = 1 WHERE number IN ({listed})",
+        f" access_count = 0 WHERE number IN ({listed})",
     )
 
 

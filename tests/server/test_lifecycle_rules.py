@@ -342,3 +342,26 @@ async def test_an_add_s_importance_is_an_integer_from_1_to_10(
         listed = await call(client, "list")
     assert result.is_error and "importance" in str(result.content), result
     assert listed["total"] == 0
+
+
+@pytest.mark.sqlite_only
+async def test_a_memory_recalled_once_is_not_unused(
+    config: Config, segmenter: Segmenter, service: MemoryService
+) -> None:
+    """The seed counts a memory's creation as its first trigger: "fewer than 2" is never recalled,
+    and a memory recalled once (access_count 1 here, which counts from 0) stays."""
+    once = await service.remember(content="用户上次问过的那家拉面馆在五道口", category="fact", importance=0.6)
+    never = await service.remember(content="The user once mentioned a bakery on Elm Street", category="fact")
+    await service.import_memories([{"content": f"填充 filler {i}", "category": "note"} for i in range(55)])
+    _age(config, [once.id, never.id], created_at=LONG_AGO, updated_at=LONG_AGO, last_accessed=LONG_AGO)
+    _age(config, [once.id], access_count=1)
+    _age(config, [never.id], access_count=0)
+    await service.store.close()
+    async with Client(build_server(config.with_changes(maintenance_minutes=0), segmenter)) as client:
+        for _ in range(200):  # the cleanup at start archives the unused one
+            if never.id not in {m["id"] for m in (await call(client, "list", limit=100))["items"]}:
+                break
+            await anyio.sleep(0.05)
+        dry = await call(client, "cleanup", dry_run=True)
+        listed = {m["id"] for m in (await call(client, "list", limit=100))["items"]}
+    assert once.id in listed and once.id not in {c["id"] for c in dry["candidates"]}, dry
