@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-__all__ = ["INSTRUCTIONS", "calibration", "extract_memories"]
+__all__ = ["DEEP_CATEGORIES", "INSTRUCTIONS", "calibration", "extract_memories"]
 
 INSTRUCTIONS = """\
 This server is the user's long-term memory, shared by every assistant they use. Chinese and \
@@ -26,17 +26,21 @@ When the user asks you to forget something, find it with `recall` or `list` and 
 `forget`; deletion is permanent."""
 
 
-_CATEGORY_GUIDE = """\
-- identity: who the user is: role, location, background, languages
-- preference: likes, dislikes, habits, style, how they want answers
-- decision: a choice made or an option rejected, and why
-- fact: a verified piece of information, a calculation result, a finding
-- insight: the user's opinion, comparison or evaluation
-- todo: something to do or follow up, with its date if one was given
-- correction: something believed earlier that turned out wrong, with the right version
-- skill: what the user knows or is learning, tools they use, their level
-- relationship: people, organisations, pets, places or assets the user is connected to
-- project_state: where an ongoing piece of work stands and what comes next"""
+# The deep channel's categories, each with what it holds: the prompt lists them, and the sieve
+# stores a model's item under one of them (sieve/sieve.py: `deep_category`).
+DEEP_CATEGORIES: dict[str, str] = {
+    "identity": "who the user is: role, location, background, languages",
+    "preference": "likes, dislikes, habits, style, how they want answers",
+    "decision": "a choice made or an option rejected, and why",
+    "fact": "a verified piece of information, a calculation result, a finding",
+    "insight": "the user's opinion, comparison or evaluation",
+    "todo": "something to do or follow up, with its date if one was given",
+    "correction": "something believed earlier that turned out wrong, with the right version",
+    "skill": "what the user knows or is learning, tools they use, their level",
+    "relationship": "people, organisations, pets, places or assets the user is connected to",
+    "project_state": "where an ongoing piece of work stands and what comes next",
+}
+_CATEGORY_GUIDE = "\n".join(f"- {name}: {what}" for name, what in DEEP_CATEGORIES.items())
 
 _EXTRACTION = """\
 You decide what from one exchange between a user and an assistant is worth keeping in the user's \

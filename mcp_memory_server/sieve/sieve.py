@@ -34,6 +34,7 @@ from ..memory.service import MemoryService
 from ..models import Model
 from ..profile import profile as profiles
 from ..prompts import extraction
+from ..prompts.extraction import DEEP_CATEGORIES
 from ..store import extraction_log
 from ..store.extraction_log import ChannelReport, ExtractedItem, ValueParts
 from ..store.rows import parse_id, utcnow
@@ -382,6 +383,7 @@ class Sieve:
         assert isinstance(content, str)
         assert isinstance(category, str)
         assert isinstance(source, str)
+        category = deep_category(category)
         value = float(importance)
         if 1 < value <= 10:  # the prompts' 1-10 scale
             value /= 10
@@ -555,6 +557,38 @@ class Sieve:
     async def log(self, limit: int = 100) -> list[extraction_log.LogEntry]:
         async with self.service.store.reading() as tx:
             return await extraction_log.recent(tx, limit)
+
+
+# What a model's category outside the deep channel's list is about (its words, lower case): pets
+# are relationships, a hobby a preference. Any other goes to fact.
+_NEAREST = {
+    "relationship": (
+        "pet pets family people person friend friends partner spouse child children kid kids parent parents "
+        "colleague colleagues contact contacts organisation organization company place places asset assets"
+    ),
+    "preference": "preferences hobby hobbies interest interests like likes dislike dislikes habit habits taste food diet style",
+    "identity": "profile personal bio background job work career occupation role location health",
+    "todo": "task tasks reminder reminders plan plans appointment appointments event_plan deadline",
+    "project_state": "project projects progress status work_in_progress",
+    "skill": "skills knowledge learning tool tools tech technology expertise",
+    "insight": "opinion opinions view views evaluation thought thoughts",
+    "decision": "choice choices decisions",
+    "correction": "corrections fix fixes",
+}
+_NEAREST_BY_WORD = {word: category for category, words in _NEAREST.items() for word in words.split()}
+
+
+def deep_category(category: str) -> str:
+    """A model's category, in the deep channel's list (prompts/extraction.py: DEEP_CATEGORIES): as
+    given when it is one of them (any case), else the nearest by its words (pets: relationship),
+    else fact. The prompt names the list; a model that answers outside it is not obeyed."""
+    name = category.strip().lower().replace("-", "_").replace(" ", "_")
+    if name in DEEP_CATEGORIES:
+        return name
+    for word in (name, *name.split("_")):
+        if word in _NEAREST_BY_WORD:
+            return _NEAREST_BY_WORD[word]
+    return "fact"
 
 
 @dataclass(frozen=True)

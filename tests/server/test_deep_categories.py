@@ -1,0 +1,39 @@
+"""The deep channel stores a model's item under one of the categories its prompt lists: the
+nearest by its words when the model answers outside the list, else fact; through the MCP client."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from mcp import Client
+
+from mcp_memory_server.config import Config
+from mcp_memory_server.server import build_server
+from mcp_memory_server.text import Segmenter
+
+from ..calls import call
+from ..samplers import answering_with
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.mark.parametrize(
+    ("content", "given", "stored"),
+    [
+        ("用户养了一只叫团子的橘猫", "pets", "relationship"),
+        ("The user has a golden retriever called Biscuit", "Pets", "relationship"),
+        ("用户周末喜欢去爬山", "hobbies", "preference"),
+        ("The user keeps a sourdough starter in the fridge", "kitchen_lore", "fact"),
+        ("用户决定用Go重写后端", "Decision", "decision"),
+    ],
+)
+async def test_a_category_outside_the_list_is_stored_as_the_nearest(
+    config: Config, segmenter: Segmenter, content: str, given: str, stored: str
+) -> None:
+    deep = json.dumps({"memories": [{"content": content, "category": given, "importance": 0.7}]}, ensure_ascii=False)
+    server = build_server(config.with_changes(maintenance_minutes=0), segmenter)
+    async with Client(server, mode="legacy", sampling_callback=answering_with(deep)) as client:
+        run = await call(client, "extract", user_message="聊聊我的生活", assistant_message="好的。", session_id="s1")
+        listed = (await call(client, "list", limit=20))["items"]
+    assert [(m["content"], m["category"]) for m in listed] == [(content, stored)], (run, listed)
