@@ -566,7 +566,9 @@ _NEAREST = {
         "pet pets family people person friend friends partner spouse child children kid kids parent parents "
         "colleague colleagues contact contacts organisation organization company place places asset assets"
     ),
-    "preference": "preferences hobby hobbies interest interests like likes dislike dislikes habit habits taste food diet style",
+    "preference": (
+        "preferences hobby hobbies interest interests like likes dislike dislikes habit habits taste food diet style"
+    ),
     "identity": "profile personal bio background job work career occupation role location health",
     "todo": "task tasks reminder reminders plan plans appointment appointments event_plan deadline",
     "project_state": "project projects progress status work_in_progress",
