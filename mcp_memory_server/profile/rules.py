@@ -26,6 +26,7 @@ from typing import Any
 from ..models import Memory
 from ..retrieval.plan import extract_keywords
 from ..store.store import Store
+from ..text.corrections import keyed_slot, slot_named
 from ..text.stopwords import STOPWORDS
 
 __all__ = ["GENERIC_WORDS", "item", "synthesize"]
@@ -141,9 +142,31 @@ def _excerpt(text: str, limit: int = 60) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def _value(content: str) -> str:
+_CLAUSE_CUT = re.compile(r"(?<!\s)\s*[，,；;]\s*|(?<!\s)\s+and\s+")  # a run of blanks entered once
+
+
+def _clause(content: str, key: str | None) -> str:
+    """The clause of a sentence that states the keyed fact `key` names (住在东京 of 我叫Harry，住在东京
+    under user.city), the speaker written in where a clause leaves it out; the sentence itself when
+    it is one clause or no clause states it."""
+    slot = slot_named(key)
+    clauses = [c for c in _CLAUSE_CUT.split(content.strip()) if c]
+    if slot is None or len(clauses) < 2:
+        return content
+    for clause in clauses:
+        spoken = (
+            clause
+            if clause.startswith(("我", "用户", "I ", "I'", "My ", "my "))
+            else (("我" if _CJK.match(clause) else "I ") + clause)
+        )
+        if keyed_slot(spoken) is slot:
+            return spoken
+    return content
+
+
+def _value(content: str, key: str | None = None) -> str:
     """The value of a keyed fact, cut out of its sentence where a common phrasing allows."""
-    flat = " ".join(content.split())
+    flat = " ".join(_clause(content, key).split())
     cut = _ZH_TAIL.sub("", _ZH_LEAD.sub("", flat, count=1)) if _CJK.search(flat) else flat
     if not _CJK.search(flat):
         cut = _EN_TAIL.sub("", _EN_LEAD.sub("", flat, count=1))
@@ -169,7 +192,9 @@ def _identity(memories: Sequence[Memory], lang: str) -> tuple[str, list[str]]:
     sources: list[str] = []
     for slot, memory in keyed[:6]:
         names = _SLOTS.get(slot, (slot.replace("_", " "), slot.replace("_", " ")))
-        parts.append(label["kv"].format(label=names[0] if lang == "zh" else names[1], value=_value(memory.content)))
+        parts.append(
+            label["kv"].format(label=names[0] if lang == "zh" else names[1], value=_value(memory.content, memory.key))
+        )
         sources.append(memory.id)
     unkeyed = [m for m in memories if m.key is None and m.category in ("identity", "skill")]
     for memory in unkeyed[: max(0, 3 - len(parts))]:

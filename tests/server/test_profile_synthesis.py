@@ -231,3 +231,19 @@ async def test_a_garbage_answer_without_a_profile_falls_back_to_rules(config: Co
         and profile["method"] == "deterministic"
         and "杭州" in profile["summary"]["text"]
     )
+
+
+@pytest.mark.parametrize(
+    ("content", "city", "name"),
+    [("我叫Harry，住在东京", "东京", "Harry"), ("My name is Harry and I live in Tokyo", "Tokyo", "Harry")],
+)
+async def test_the_rule_based_profile_takes_the_keyed_value_from_its_clause(
+    config: Config, segmenter: Segmenter, content: str, city: str, name: str
+) -> None:
+    """A keyed memory that says more than its fact (a model's remember with key user.city): the
+    profile's city is the city, not 城市 Harry，住在东京."""
+    async with Client(build_server(config, segmenter)) as client:
+        await call(client, "remember", content=content, key="user.city", category="identity")
+        profile = await call(client, "refresh_profile")
+    summary = profile["summary"]["text"]
+    assert city in summary and name not in summary, summary
