@@ -38,6 +38,7 @@ from ..runtime.namespaces import AppState, Spaces
 
 __all__ = [
     "CURRENT",
+    "DECLINED",
     "AppState",
     "Ctx",
     "MemoryServer",
@@ -218,6 +219,10 @@ def can_sample(ctx: Ctx) -> bool:
     return capabilities is not None and capabilities.sampling is not None
 
 
+# How a failure of `ask_client` starts when the client refused (its user declined the request).
+DECLINED = "the client declined to sample"
+
+
 def sample_request(system: str, prompt: str, max_tokens: int) -> Sample:
     message = SamplingMessage(role="user", content=TextContent(type="text", text=prompt))
     return Sample([message], max_tokens=max_tokens, system_prompt=system, temperature=0.1)
@@ -243,7 +248,7 @@ async def ask_client(ctx: Ctx, sample: Sample) -> tuple[str | None, str | None]:
     except TimeoutError:
         return None, f"the client's model did not answer within {timeout:g} s."
     except MCPError as exc:
-        return None, f"the client declined to sample: {exc}."
+        return None, f"{DECLINED}: {exc}."
     except Exception as exc:  # any transport or validation failure: the caller falls back
         log.warning("sampling failed: %r", exc)
         return None, f"sampling failed: {exc}."

@@ -26,6 +26,7 @@ from ..memory.validate import session_id as validate_session_id
 from ..runtime.namespaces import Spaces
 from ..sieve.sieve import ExtractResult, Sieve
 from .app import (
+    DECLINED,
     Ctx,
     ask_client,
     can_sample,
@@ -133,7 +134,8 @@ async def _extract(
             tasks.start_soon(ask)
             asked = await sieve.begin(user_message, assistant_message, session_id=session_id, client=client, deep=True)
         text, failure = answer[0]
-        return await sieve.finish(asked, answer=text, failure=failure)
+        declined = failure is not None and failure.startswith(DECLINED)
+        return await sieve.finish(asked, answer=text, failure=failure, declined=declined)
     only_fast = await sieve.begin(user_message, assistant_message, session_id=session_id, client=client, deep=False)
     if deep == _SMALL_TALK:
         return await sieve.finish(only_fast, skipped="Small talk: nothing for the deep channel.")

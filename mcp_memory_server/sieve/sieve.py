@@ -31,7 +31,7 @@ from pydantic import Field
 from ..errors import InvalidInput, MemoryServerError
 from ..memory import validate
 from ..memory.service import MemoryService
-from ..models import Model
+from ..models import KNOWN_CATEGORIES, Model
 from ..profile import profile as profiles
 from ..prompts import extraction
 from ..prompts.extraction import DEEP_CATEGORIES
@@ -40,6 +40,7 @@ from ..store.extraction_log import ChannelReport, ExtractedItem, ValueParts
 from ..store.rows import parse_id, utcnow
 from ..text.redaction import describe
 from ..text.screening import PERSONAL_KINDS, screen_text
+from ..text.scripts import LATIN, script_of
 from ..text.topics import MarkedTopics
 from .corrections import resolve_keys
 from .intents import COVER_SHARE, MATCH_SHARE, WITHHELD, Intents, contained, detect_intents
@@ -253,11 +254,10 @@ class Sieve:
     async def _note(
         self, user_screened: str, assistant_screened: str, session_id: str | None, client: str | None
     ) -> str:
-        """The fallback note keeping the start of the exchange, from messages already screened."""
-        text = (
-            f"[exchange not yet extracted] user: {user_screened.strip()[:_NOTE_PART]} | "
-            f"assistant: {assistant_screened.strip()[:_NOTE_PART]}"
-        )
+        """The fallback note keeping the start of the exchange, from messages already screened, its
+        words in the user's language (Chinese when the user's message is)."""
+        label = _NOTE_LABELS["zh" if script_of(user_screened) != LATIN else "en"]
+        text = f"{label[0]}{user_screened.strip()[:_NOTE_PART]}{label[1]}{assistant_screened.strip()[:_NOTE_PART]}"
         result = await self.service.remember(
             content=text,
             category="context",
@@ -281,12 +281,21 @@ class Sieve:
         failure: str | None = None,
         skipped: str | None = None,
         unsupported: bool = False,
+        declined: bool = False,
         now: datetime | None = None,
     ) -> ExtractResult:
-        """Settle a run: the model's `answer` (text), or why there is none."""
+        """Settle a run: the model's `answer` (text), or why there is none. When the client declined
+        (its user refused the request), the note written ahead goes: the user chose not to have the
+        exchange read, and a note would keep it word for word."""
         now = now or utcnow()
         next_step = None
         note = prepared.note
+        if declined and note is not None:
+            await self.service.forget([note], scrub_log=False)  # retired: nothing of it was kept
+            note = None
+            failure = (
+                f"{failure or 'The client declined.'} Nothing of the exchange was kept but the fast channel's items."
+            )
         if answer is not None:
             try:
                 raw_items = parse_answer(answer, self.service.config.limits.max_extract_items)
@@ -570,6 +579,7 @@ _NEAREST = {
         "preferences hobby hobbies interest interests like likes dislike dislikes habit habits taste food diet style"
     ),
     "identity": "profile personal bio background job work career occupation role location health",
+    "fact": "context",
     "todo": "task tasks reminder reminders plan plans appointment appointments event_plan deadline",
     "project_state": "project projects progress status work_in_progress",
     "skill": "skills knowledge learning tool tools tech technology expertise",
@@ -577,20 +587,29 @@ _NEAREST = {
     "decision": "choice choices decisions",
     "correction": "corrections fix fixes",
 }
+_SERVER_CATEGORIES = frozenset({"profile", "context"})
 _NEAREST_BY_WORD = {word: category for category, words in _NEAREST.items() for word in words.split()}
 
 
 def deep_category(category: str) -> str:
-    """A model's category, in the deep channel's list (prompts/extraction.py: DEEP_CATEGORIES): as
-    given when it is one of them (any case), else the nearest by its words (pets: relationship),
-    else fact. The prompt names the list; a model that answers outside it is not obeyed."""
+    """A model's category among the ones the server knows: as given when it is one of the deep
+    channel's list (prompts/extraction.py: DEEP_CATEGORIES) or of the other known categories (event,
+    coding_style, ...; any case), else the nearest by its words (pets: relationship), else fact. The
+    server's own (profile, context) are not a model's to use."""
     name = category.strip().lower().replace("-", "_").replace(" ", "_")
-    if name in DEEP_CATEGORIES:
+    if name in DEEP_CATEGORIES or (name in KNOWN_CATEGORIES and name not in _SERVER_CATEGORIES):
         return name
     for word in (name, *name.split("_")):
         if word in _NEAREST_BY_WORD:
             return _NEAREST_BY_WORD[word]
     return "fact"
+
+
+# The fallback note's words: before the user's message, and between it and the assistant's.
+_NOTE_LABELS = {
+    "zh": ("[对话尚未提取] 用户：", " | 助手："),
+    "en": ("[exchange not yet extracted] user: ", " | assistant: "),
+}
 
 
 @dataclass(frozen=True)

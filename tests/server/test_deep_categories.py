@@ -26,6 +26,8 @@ pytestmark = pytest.mark.anyio
         ("用户周末喜欢去爬山", "hobbies", "preference"),
         ("The user keeps a sourdough starter in the fridge", "kitchen_lore", "fact"),
         ("用户决定用Go重写后端", "Decision", "decision"),
+        ("用户上周去了一趟苏州", "event", "event"),
+        ("The user is a backend engineer", "profile", "identity"),
     ],
 )
 async def test_a_category_outside_the_list_is_stored_as_the_nearest(

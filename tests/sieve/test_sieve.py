@@ -168,11 +168,13 @@ async def test_an_unusable_answer_leaves_the_fallback_note(
     assert "品川区" in content and "4.28%" in content
 
 
-async def test_a_refusal_or_a_timeout_keeps_the_exchange(config: Config, segmenter: Segmenter) -> None:
+async def test_a_timeout_keeps_the_exchange_and_a_refusal_does_not(config: Config, segmenter: Segmenter) -> None:
+    """A client that declines (its user refused to have the exchange read) leaves only what the fast
+    channel stored; a model that does not answer leaves the note, for a later extraction."""
     async with Client(build_server(config, segmenter), mode="legacy", sampling_callback=refusing) as client:
         refused = await extract(client)
     assert refused["deep"] == "failed" and "declined" in refused["detail"]
-    assert refused["fallback_note"] is not None
+    assert refused["fallback_note"] is None
 
     async def never(_: Any, __: CreateMessageRequestParams) -> CreateMessageResult:
         await anyio.sleep(30)
