@@ -252,7 +252,10 @@ class Store(VectorOps, RequestOps):
             yield self._tx(conn)
 
     async def get(self, number: int) -> Memory | None:
-        """This namespace's live memory `number` (its id's, `parse_id`); None when there is none."""
+        """This namespace's live memory `number` (its id's, `parse_id`); None when there is none. The
+        accesses recorded and not yet written are written first: a memory shown right after the
+        recall that returned it shows that recall in its access count."""
+        await self.flush()
         async with self._read() as conn:
             return await self._tx(conn).get(number)
 

@@ -3,6 +3,7 @@ a long context finds the memory sharing its rare word, in English and Chinese.""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 
 import pytest
@@ -53,3 +54,19 @@ async def test_recall_of_a_long_context_finds_the_rare_word(client: Client) -> N
     assert top["id"] == ids["My accountant Ingrid files the taxes in April"]
     top = (await call(client, "recall", query=chinese))["hits"][0]
     assert top["id"] == ids["会计英格丽四月报税"]
+
+
+@pytest.mark.parametrize(
+    ("content", "query"), [("用户每天早上喝一杯乌龙茶", "乌龙茶"), ("The user drinks oolong tea", "oolong")]
+)
+async def test_a_memory_read_right_after_recall_shows_that_recall(
+    config: Config, segmenter: Segmenter, content: str, query: str
+) -> None:
+    """The access of a recall is written in the background; a memory read at once still shows it."""
+    async with Client(build_server(config.with_changes(maintenance_minutes=0), segmenter)) as client:
+        stored = await call(client, "remember", content=content)
+        found = await call(client, "recall", query=query)
+        assert [h["id"] for h in found["hits"]] == [stored["id"]]
+        read = await client.read_resource(f"memory://memories/{stored['id']}")
+    detail = json.loads(read.contents[0].text)  # type: ignore[union-attr]
+    assert detail["access_count"] == 1 and detail["last_accessed"] is not None, detail
