@@ -20,6 +20,7 @@ __all__ = [
     "FILLER_PREFIX",
     "FORCED_PREFIXES",
     "HYPOTHETICAL",
+    "NOT_A_CORRECTION",
     "NOT_OUR_DECISION",
     "OTHERS_SPEECH",
     "POLITE_REQUEST",
@@ -341,6 +342,14 @@ NOT_OUR_DECISION = _re(
     r"不知道|还没想好|没想好|犹豫|纠结|拿不定|\b(?:not sure|undecided|can't decide|haven't decided|torn between)\b",
     rf"(?:他|她|它|他们|她们|老板|领导|上司|经理|公司|客户|别人|对方|{_REL_ZH})"
     r"(?:已经|最终|最后|还是|也|都|刚|刚刚)?(?:决定|选择|选了|定了|确定)",
+)
+# A 不是…而是 about the conversation itself, not about a fact: 我不是说你错了，而是我没解释清楚,
+# 不是你的问题，是我没说清楚, "I'm not saying you're wrong, I just explained it badly".
+NOT_A_CORRECTION = _re(
+    r"不是(?:说(?:你|您)|这个意思|那个意思|这意思|你的(?:问题|错)|(?:在)?怪你|(?:在)?批评你|针对你|故意)|"
+    r"没(?:有)?(?:解释|说|讲|表达|描述)(?:清楚|明白)",
+    r"\b(?:not saying|didn't mean|did not mean|don't mean|do not mean)\b[^,.;!?]{0,20}\b(?:you|your)\b|"
+    r"\bnot your fault\b|\b(?:explained|said|put) it (?:badly|poorly|wrong)\b",
 )
 OTHERS_SPEECH = _re(
     r"(?:他|她|他们|她们|别人|人家|大家|有人)(?:都)?(?:说|觉得|以为|认为|问|猜)",

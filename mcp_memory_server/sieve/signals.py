@@ -30,6 +30,7 @@ from .signal_patterns import (
     FILLER_PREFIX,
     FORCED_PREFIXES,
     HYPOTHETICAL,
+    NOT_A_CORRECTION,
     NOT_OUR_DECISION,
     OTHERS_SPEECH,
     POLITE_REQUEST,
@@ -370,6 +371,8 @@ def _classified(text: str, forced: bool, hypothetical: bool) -> Signal | None:
             continue
         if rule.kind == "decision" and NOT_OUR_DECISION.search(_clause(text, match)):
             continue
+        if rule.kind == "correction" and NOT_A_CORRECTION.search(text):
+            continue  # about what was said in the conversation, not a fact set right
         if rule.kind in _NEEDS_SUBSTANCE and not _has_substance(text, match, rule.kind):
             continue
         return _signal(rule.category, text, IMPORTANCE[rule.kind], rule.kind, forced)

@@ -307,3 +307,30 @@ async def test_compound_information_becomes_separate_memories(
 async def test_what_belongs_together_stays_one_memory(client: Client, said: str) -> None:
     items = fast(await call(client, "extract", user_message=said))
     assert [i["content"] for i in items] == [said]
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "我不是说你错了，而是我没解释清楚",
+        "不是你的问题，是我没说清楚",
+        "I'm not saying you're wrong, I just explained it badly",
+    ],
+)
+async def test_a_turn_about_the_conversation_is_not_a_correction(
+    config: Config, segmenter: Segmenter, message: str
+) -> None:
+    async with Client(build_server(config, segmenter)) as client:
+        run = await call(client, "extract", user_message=message, assistant_message="明白了。")
+        listed = await call(client, "list")
+    assert run["fast"] == "nothing" and listed["total"] == 0, (run, listed)
+
+
+@pytest.mark.parametrize(
+    "message", ["我不是说周二，是周三", "其实是周三，不是周二", "Sorry, I meant Berlin, not Beijing"]
+)
+async def test_a_correction_of_what_was_said_still_is_one(config: Config, segmenter: Segmenter, message: str) -> None:
+    async with Client(build_server(config, segmenter)) as client:
+        await call(client, "extract", user_message=message, assistant_message="好的。")
+        listed = await call(client, "list")
+    assert [m["category"] for m in listed["items"]] == ["correction"], listed
