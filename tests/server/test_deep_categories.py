@@ -39,3 +39,17 @@ async def test_a_category_outside_the_list_is_stored_as_the_nearest(
         run = await call(client, "extract", user_message="聊聊我的生活", assistant_message="好的。", session_id="s1")
         listed = (await call(client, "list", limit=20))["items"]
     assert [(m["content"], m["category"]) for m in listed] == [(content, stored)], (run, listed)
+
+
+async def test_the_reasoning_of_an_item_is_not_stored(config: Config, segmenter: Segmenter) -> None:
+    """Seed 004's items carry `reasoning` ("for debugging, not stored"): read, never kept."""
+    why = "User rejected a suggestion, revealing a strong preference for simplicity"
+    item = {"content": "用户更喜欢简单的部署方案", "category": "preference", "importance": 0.8, "reasoning": why}
+    deep = json.dumps({"memories": [item]}, ensure_ascii=False)
+    server = build_server(config.with_changes(maintenance_minutes=0), segmenter)
+    async with Client(server, mode="legacy", sampling_callback=answering_with(deep)) as client:
+        await call(client, "extract", user_message="不用搞那么复杂", assistant_message="好的。", session_id="s1")
+        listed = (await call(client, "list", limit=20))["items"]
+        log = (await client.read_resource("memory://extraction-log")).contents[0].text  # type: ignore[union-attr]
+    assert [m["content"] for m in listed] == ["用户更喜欢简单的部署方案"]
+    assert why not in json.dumps(listed) and why not in log
