@@ -16,7 +16,7 @@ from typing import Any
 
 import anyio
 import pytest
-from playwright.sync_api import BrowserContext, Page, Playwright, expect
+from playwright.sync_api import BrowserContext, Page, Playwright, Route, expect
 
 from ..dashboard_browser import Api, browser_context, driver, seed
 from ..http_server import Served, dashboard_server, http_client, http_server
@@ -165,6 +165,32 @@ def test_category_and_tier_filters(page: Page, api: Api) -> None:
     page.get_by_test_id("filter-category").select_option("insight")
     page.get_by_test_id("filter-tier").select_option("working")
     expect(page.get_by_test_id("empty-state")).to_contain_text("No memory matches these filters.")
+
+
+def test_a_late_answer_to_an_earlier_filter_does_not_replace_the_rows(page: Page, api: Api) -> None:
+    """The cause of test_category_and_tier_filters failing now and then: the list loads as the page
+    opens, and the test picks a filter at once. When the unfiltered answer came after the filtered
+    one, it replaced the rows. Held back here on purpose, then let through: the rows stay."""
+    held: list[Route] = []
+
+    def hold(route: Route) -> None:
+        if "category=identity" in route.request.url:
+            route.continue_()
+        else:
+            held.append(route)
+
+    page.route("**/ui/api/memories?*", hold)
+    page.reload()
+    expect(page.get_by_test_id("page-title")).to_have_text("Memories")
+    page.get_by_test_id("filter-category").select_option("identity")
+    identity = [m["id"] for m in api.get("/memories?category=identity&limit=100")["items"]]
+    expect(page.get_by_test_id("memory-row")).to_have_count(len(identity))
+    assert held, "the first, unfiltered load was held"
+    with page.expect_request_finished(lambda request: "category=identity" not in request.url):
+        held[0].continue_()
+    page.evaluate("() => new Promise((done) => setTimeout(done, 200))")  # let a late answer render, if it would
+    assert row_ids(page) == identity
+    page.unroute("**/ui/api/memories?*")
 
 
 # ---- search -----------------------------------------------------------------------------------

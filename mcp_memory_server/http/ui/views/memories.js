@@ -159,14 +159,19 @@ export function render(ctx, container) {
     return shown;
   }
 
-  async function loadList() {
+  // Each load is numbered: an answer to an earlier one (the list as it was before a filter changed,
+  // arriving late) is dropped instead of replacing the rows of the latest.
+  let latest = 0;
+
+  async function loadList(run) {
     const cursor = state.cursors[state.page];
     const page = await call('/memories', { query: { category: state.category, tier: state.tier, order: state.order,
       limit: state.limit, cursor } });
+    if (run !== latest) return;
     if (page.items.length === 0 && state.page > 0) { // this page's rows were all deleted: the one before
       state.cursors.length = state.page;
       state.page -= 1;
-      await loadList();
+      await loadList(run);
       return;
     }
     clear(results);
@@ -209,8 +214,9 @@ export function render(ctx, container) {
     queueMicrotask(() => { if (table.isConnected) syncAll(); });
   }
 
-  async function loadSearch() {
+  async function loadSearch(run) {
     const found = await call('/search', { query: { q: state.q, category: state.category, limit: ctx.info.limits.max_search } });
+    if (run !== latest) return;
     clear(results);
     results.append(h('p', { class: 'search-meta', 'data-testid': 'search-meta' },
       t('search.summary', { n: found.hits.length }), ' · ', t('search.keywords'), ' ',
@@ -248,12 +254,14 @@ export function render(ctx, container) {
   }
 
   async function load() {
+    latest += 1;
+    const run = latest;
     clear(results).append(spinner());
     updateBulk();
     try {
-      await (state.q ? loadSearch() : loadList());
+      await (state.q ? loadSearch(run) : loadList(run));
     } catch (error) {
-      clear(results).append(errorState(error, load));
+      if (run === latest) clear(results).append(errorState(error, load));
     }
   }
 
